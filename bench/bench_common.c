@@ -1,0 +1,598 @@
+/*
+ * bench_common.c - option parsing, window creation per flavor, epochs,
+ * timing statistics for the osc/ucxx benchmark programs.
+ * See bench_common.h for the output format and conventions.
+ */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+const char *bench_flavor_names[FLAVOR_COUNT] = {
+    [FLAVOR_CREATE] = "create",
+    [FLAVOR_ALLOCATE] = "allocate",
+    [FLAVOR_DYNAMIC] = "dynamic",
+    [FLAVOR_MEMHANDLE] = "memhandle",
+};
+
+const char *bench_sync_names[SYNC_COUNT] = {
+    [SYNC_LOCK] = "lock",
+    [SYNC_FLUSH] = "flush",
+    [SYNC_FLUSH_LOCAL] = "flush_local",
+    [SYNC_LOCK_ALL] = "lock_all",
+    [SYNC_FENCE] = "fence",
+    [SYNC_PSCW] = "pscw",
+};
+
+static int my_rank(void)
+{
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+void bench_opts_defaults(bench_opts_t *o, const char *prog)
+{
+    memset(o, 0, sizeof(*o));
+    o->prog = prog;
+    strcpy(o->op, "put");
+    o->flavor = FLAVOR_ALLOCATE;
+    o->sync = SYNC_FLUSH;
+    o->min_size = 8;
+    o->max_size = 4u << 20;
+    o->step = 2;
+    o->iters = 1000;
+    o->iters_large = 100;
+    o->warmup = 10;
+    o->window = 64;
+    strcpy(o->threads, "1,2,4,8");
+    o->nwins = 100;
+    o->sleep_s = 1.0;
+}
+
+int bench_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return -1;
+    switch (*end) {
+    case 'g': case 'G': v <<= 10; /* fall through */
+    case 'm': case 'M': v <<= 10; /* fall through */
+    case 'k': case 'K': v <<= 10; end++; break;
+    case '\0': break;
+    default: return -1;
+    }
+    if (*end == 'B' || *end == 'b' || *end == 'i') end++;   /* "4KiB", "4KB" */
+    if (*end == 'B') end++;
+    if (*end != '\0') return -1;
+    *out = (size_t) v;
+    return 0;
+}
+
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > 1000000000L) return -1;
+    *out = (int) v;
+    return 0;
+}
+
+static int lookup(const char *s, const char **names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (0 == strcasecmp(s, names[i])) return i;
+    }
+    return -1;
+}
+
+static void usage(const bench_opts_t *o, const char *allowed, const char *help)
+{
+    static const struct { char c; const char *text; } all[] = {
+        {'o', "-o OP       operation (see below)"},
+        {'w', "-w FLAVOR   window flavor: create, allocate, dynamic, memhandle"},
+        {'s', "-s SYNC     synchronization: lock, flush, flush_local, lock_all, fence, pscw"},
+        {'m', "-m SIZE     smallest message size (bytes; K/M suffixes allowed)"},
+        {'M', "-M SIZE     largest message size"},
+        {'f', "-f FACTOR   size multiplier between rows (default 2)"},
+        {'i', "-i N        timed iterations per row"},
+        {'I', "-I N        timed iterations per row above 64 KiB"},
+        {'x', "-x N        warm-up iterations per row"},
+        {'W', "-W N        operations per epoch (bandwidth)"},
+        {'t', "-t LIST     thread counts, comma separated (e.g. 1,2,4,8)"},
+        {'n', "-n N        number of windows"},
+        {'S', "-S SECONDS  how long the target sleeps outside MPI"},
+        {'T', "-T SECONDS  time budget per row: fewer iterations when slow"},
+        {'v', "-v          verbose"},
+    };
+    if (my_rank() != 0) return;
+    printf("usage: mpirun -np N %s [options]\n", o->prog);
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (strchr(allowed, all[i].c)) printf("  %s\n", all[i].text);
+    }
+    printf("  -h          this help\n");
+    if (help) printf("%s\n", help);
+}
+
+void bench_parse_args(int argc, char **argv, bench_opts_t *o,
+                      const char *allowed, const char *help)
+{
+    int c, bad = 0;
+    char optstring[64];
+    size_t n = 0;
+
+    /* Build the getopt string from the allowed letters: all take an argument
+     * except -v. */
+    for (const char *p = allowed; *p && n + 3 < sizeof(optstring); p++) {
+        optstring[n++] = *p;
+        if (*p != 'v') optstring[n++] = ':';
+    }
+    optstring[n++] = 'h';
+    optstring[n] = '\0';
+
+    opterr = 0;
+    while (!bad && -1 != (c = getopt(argc, argv, optstring))) {
+        switch (c) {
+        case 'o':
+            snprintf(o->op, sizeof(o->op), "%s", optarg);
+            break;
+        case 'w': {
+            int f = lookup(optarg, bench_flavor_names, FLAVOR_COUNT);
+            if (f < 0) bad = 1; else o->flavor = (bench_flavor_t) f;
+            break;
+        }
+        case 's': {
+            int s = lookup(optarg, bench_sync_names, SYNC_COUNT);
+            if (s < 0) bad = 1; else o->sync = (bench_sync_t) s;
+            break;
+        }
+        case 'm': bad = bench_parse_size(optarg, &o->min_size) || o->min_size == 0; break;
+        case 'M': bad = bench_parse_size(optarg, &o->max_size) || o->max_size == 0; break;
+        case 'f': {
+            int f;
+            bad = parse_int(optarg, &f) || f < 2;
+            if (!bad) o->step = (unsigned) f;
+            break;
+        }
+        case 'i': bad = parse_int(optarg, &o->iters) || o->iters < 1; break;
+        case 'I': bad = parse_int(optarg, &o->iters_large) || o->iters_large < 1; break;
+        case 'x': bad = parse_int(optarg, &o->warmup); break;
+        case 'W': bad = parse_int(optarg, &o->window) || o->window < 1; break;
+        case 't': snprintf(o->threads, sizeof(o->threads), "%s", optarg); break;
+        case 'n': bad = parse_int(optarg, &o->nwins) || o->nwins < 1; break;
+        case 'S': {
+            char *end;
+            o->sleep_s = strtod(optarg, &end);
+            bad = (*end != '\0' || o->sleep_s <= 0);
+            break;
+        }
+        case 'T': {
+            char *end;
+            o->row_s = strtod(optarg, &end);
+            bad = (*end != '\0' || o->row_s < 0);
+            break;
+        }
+        case 'v': o->verbose = 1; break;
+        case 'h':
+            usage(o, allowed, help);
+            MPI_Finalize();
+            exit(0);
+        default:
+            bad = 1;
+        }
+    }
+    if (!bad && (optind != argc || (o->max_size && o->min_size > o->max_size))) bad = 1;
+    if (bad) {
+        if (my_rank() == 0) {
+            fprintf(stderr, "%s: bad arguments\n", o->prog);
+        }
+        usage(o, allowed, help);
+        MPI_Finalize();
+        exit(2);
+    }
+}
+
+size_t bench_next_size(const bench_opts_t *o, size_t s)
+{
+    if (s >= o->max_size) return 0;
+    s *= o->step;
+    return s > o->max_size ? o->max_size : s;
+}
+
+int bench_iters_for(const bench_opts_t *o, size_t size)
+{
+    return size > (64u << 10) ? o->iters_large : o->iters;
+}
+
+int bench_row_iters(const bench_opts_t *o, int n, double est_s, MPI_Comm comm)
+{
+    if (o->row_s > 0 && est_s > 0 && n * est_s > o->row_s) {
+        double fit = o->row_s / est_s;
+        n = fit < 5 ? 5 : (int) fit;
+    }
+    MPI_Bcast(&n, 1, MPI_INT, 0, comm);
+    return n;
+}
+
+/* ---- startup / reporting ------------------------------------------------- */
+
+void bench_init(int *argc, char ***argv, int thread_level)
+{
+    int provided;
+    MPI_Init_thread(argc, argv, thread_level, &provided);
+    if (provided < thread_level) {
+        if (my_rank() == 0) {
+            printf("# n/a: MPI library provides thread level %d < %d requested\n",
+                   provided, thread_level);
+        }
+        MPI_Finalize();
+        exit(BENCH_EXIT_NA);
+    }
+    /* Window creation errors are raised on the communicator: return them so
+     * that "this component cannot do this flavor" becomes n/a, not a crash. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    /* Lines are parsed by bench/run: keep them whole and in order. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+void bench_require_np(int np, int exact)
+{
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if ((exact && size != np) || size < np) {
+        if (my_rank() == 0) {
+            fprintf(stderr, "this benchmark needs %s%d ranks (got %d)\n",
+                    exact ? "exactly " : "at least ", np, size);
+        }
+        MPI_Finalize();
+        exit(2);
+    }
+}
+
+void bench_sleepy_barrier(MPI_Comm comm, unsigned sleep_us)
+{
+    MPI_Request req;
+    int done = 0;
+    MPI_Ibarrier(comm, &req);
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    while (!done) {
+        if (sleep_us) usleep(sleep_us);
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    }
+}
+
+void bench_print_header(const bench_opts_t *o, const char *bench, const char *columns)
+{
+    int size;
+    const char *osc = getenv("OMPI_MCA_osc");
+    if (my_rank() != 0) return;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    printf("# bench=%s op=%s flavor=%s sync=%s np=%d osc=%s\n", bench, o->op,
+           bench_flavor_names[o->flavor], bench_sync_names[o->sync], size,
+           osc ? osc : "default");
+    printf("# columns: %s\n", columns);
+}
+
+void bench_exit_na(const char *fmt, ...)
+{
+    if (my_rank() == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        printf("# n/a: ");
+        vprintf(fmt, ap);
+        printf("\n");
+        va_end(ap);
+    }
+    fflush(stdout);
+    MPI_Finalize();
+    exit(BENCH_EXIT_NA);
+}
+
+void bench_bad_arg(const char *fmt, ...)
+{
+    if (my_rank() == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\n");
+        va_end(ap);
+    }
+    MPI_Finalize();
+    exit(2);
+}
+
+void bench_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rank %d: ", my_rank());
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    exit(3);
+}
+
+/* ---- windows ------------------------------------------------------------- */
+
+void *bench_alloc(size_t size)
+{
+    void *p = NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (size == 0) size = 1;
+    if (posix_memalign(&p, page > 0 ? (size_t) page : 4096, size)) {
+        bench_die("cannot allocate %zu bytes", size);
+    }
+    memset(p, 0, size);
+    return p;
+}
+
+/*
+ * Hook for the "memhandle" flavor: a window over memory described by a
+ * pre-registered (UCX) memory handle, an osc/ucxx extension.  When that
+ * extension's header is available, build with -DBENCH_HAVE_UCXX_MEMHANDLE and
+ * implement the creation here; until then the flavor reports n/a.
+ */
+static int bench_win_create_memhandle(bench_win_t *w, size_t size, MPI_Comm comm)
+{
+#ifdef BENCH_HAVE_UCXX_MEMHANDLE
+#error "fill in bench_win_create_memhandle() with the osc/ucxx memhandle API"
+#else
+    (void) w; (void) size; (void) comm;
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+#endif
+}
+
+int bench_win_create(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Comm comm)
+{
+    int rc = MPI_SUCCESS, all_ok, ok;
+    MPI_Aint my_disp = 0;
+
+    memset(w, 0, sizeof(*w));
+    w->win = MPI_WIN_NULL;
+    w->flavor = flavor;
+    w->size = size;
+    MPI_Comm_size(comm, &w->nranks);
+    w->disp0 = calloc((size_t) w->nranks, sizeof(MPI_Aint));
+    if (!w->disp0) bench_die("out of memory");
+
+    /* Window memory is allocated and touched before the timer starts so that
+     * create_s is the cost of the MPI call(s) alone. */
+    if (flavor == FLAVOR_CREATE || flavor == FLAVOR_DYNAMIC) {
+        w->owned = bench_alloc(size);
+    }
+    w->create_s = bench_now();
+    switch (flavor) {
+    case FLAVOR_CREATE:
+        w->base = w->owned;
+        rc = MPI_Win_create(w->base, (MPI_Aint) size, 1, MPI_INFO_NULL, comm, &w->win);
+        if (rc != MPI_SUCCESS) w->win = MPI_WIN_NULL;
+        break;
+    case FLAVOR_ALLOCATE:
+        rc = MPI_Win_allocate((MPI_Aint) size, 1, MPI_INFO_NULL, comm, &w->base, &w->win);
+        if (rc != MPI_SUCCESS) w->win = MPI_WIN_NULL;
+        break;
+    case FLAVOR_DYNAMIC:
+        rc = MPI_Win_create_dynamic(MPI_INFO_NULL, comm, &w->win);
+        if (rc != MPI_SUCCESS) w->win = MPI_WIN_NULL;
+        if (rc == MPI_SUCCESS) {
+            w->attached = w->base = w->owned;
+            rc = MPI_Win_attach(w->win, w->base, (MPI_Aint) size);
+            MPI_Get_address(w->base, &my_disp);
+        }
+        break;
+    case FLAVOR_MEMHANDLE:
+        rc = bench_win_create_memhandle(w, size, comm);
+        break;
+    default:
+        rc = MPI_ERR_ARG;
+    }
+    w->create_s = bench_now() - w->create_s;
+    if (rc == MPI_SUCCESS && flavor == FLAVOR_ALLOCATE) memset(w->base, 0, size);
+
+    /* All ranks must agree (creation is collective; a rank-local failure
+     * would otherwise leave the others hanging later). */
+    ok = (rc == MPI_SUCCESS);
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!all_ok) {
+        /* A window that some ranks did create is left alone: freeing it is
+         * collective and could hang when other ranks have none.  The caller
+         * reports n/a and finalizes. */
+        if (w->win == MPI_WIN_NULL) free(w->owned);
+        free(w->disp0);
+        w->owned = w->base = NULL;
+        w->disp0 = NULL;
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_OTHER;
+    }
+    MPI_Allgather(&my_disp, 1, MPI_AINT, w->disp0, 1, MPI_AINT, comm);
+    return MPI_SUCCESS;
+}
+
+void bench_win_create_or_na(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Comm comm)
+{
+    int rc = bench_win_create(w, size, flavor, comm);
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        bench_exit_na("cannot create a '%s' window with this osc component (%s)",
+                      bench_flavor_names[flavor], msg);
+    }
+}
+
+double bench_win_free(bench_win_t *w)
+{
+    double t = bench_now();
+    if (w->attached) MPI_Win_detach(w->win, w->attached);
+    MPI_Win_free(&w->win);
+    t = bench_now() - t;
+    free(w->owned);
+    free(w->disp0);
+    memset(w, 0, sizeof(*w));
+    w->win = MPI_WIN_NULL;
+    return t;
+}
+
+/* ---- epochs -------------------------------------------------------------- */
+
+void bench_epoch_setup(bench_epoch_t *e, bench_win_t *w, bench_sync_t sync,
+                       int peer, int is_origin, int is_target)
+{
+    memset(e, 0, sizeof(*e));
+    e->w = w;
+    e->sync = sync;
+    e->peer = peer;
+    e->origin = is_origin;
+    e->target = is_target;
+    e->peer_group = MPI_GROUP_NULL;
+    if (sync == SYNC_PSCW) {
+        MPI_Group g;
+        MPI_Win_get_group(w->win, &g);
+        MPI_Group_incl(g, 1, &peer, &e->peer_group);
+        MPI_Group_free(&g);
+    }
+}
+
+void bench_epoch_open(bench_epoch_t *e)
+{
+    MPI_Win win = e->w->win;
+    switch (e->sync) {
+    case SYNC_FLUSH:
+    case SYNC_FLUSH_LOCAL:
+        if (e->origin) MPI_Win_lock(MPI_LOCK_SHARED, e->peer, 0, win);
+        break;
+    case SYNC_FENCE:
+        MPI_Win_fence(0, win);
+        break;
+    default:
+        break;
+    }
+}
+
+void bench_epoch_begin(bench_epoch_t *e)
+{
+    MPI_Win win = e->w->win;
+    switch (e->sync) {
+    case SYNC_LOCK:
+        if (e->origin) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, e->peer, 0, win);
+        break;
+    case SYNC_LOCK_ALL:
+        if (e->origin) MPI_Win_lock_all(0, win);
+        break;
+    case SYNC_PSCW:
+        /* post before start: a rank that is both target and origin must
+         * expose its window before waiting for the peer's exposure */
+        if (e->target) MPI_Win_post(e->peer_group, 0, win);
+        if (e->origin) MPI_Win_start(e->peer_group, 0, win);
+        break;
+    default:
+        break;
+    }
+}
+
+void bench_epoch_end(bench_epoch_t *e)
+{
+    MPI_Win win = e->w->win;
+    switch (e->sync) {
+    case SYNC_LOCK:
+        if (e->origin) MPI_Win_unlock(e->peer, win);
+        break;
+    case SYNC_FLUSH:
+        if (e->origin) MPI_Win_flush(e->peer, win);
+        break;
+    case SYNC_FLUSH_LOCAL:
+        if (e->origin) MPI_Win_flush_local(e->peer, win);
+        break;
+    case SYNC_LOCK_ALL:
+        if (e->origin) MPI_Win_unlock_all(win);
+        break;
+    case SYNC_FENCE:
+        MPI_Win_fence(0, win);
+        break;
+    case SYNC_PSCW:
+        if (e->origin) MPI_Win_complete(win);
+        if (e->target) MPI_Win_wait(win);
+        break;
+    default:
+        break;
+    }
+}
+
+void bench_epoch_close(bench_epoch_t *e)
+{
+    switch (e->sync) {
+    case SYNC_FLUSH:
+    case SYNC_FLUSH_LOCAL:
+        if (e->origin) MPI_Win_unlock(e->peer, e->w->win);
+        break;
+    default:
+        break;
+    }
+}
+
+void bench_epoch_free(bench_epoch_t *e)
+{
+    if (e->peer_group != MPI_GROUP_NULL) MPI_Group_free(&e->peer_group);
+}
+
+/* ---- statistics ---------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(const double *v, int n)
+{
+    double *c, m;
+    if (n <= 0) return 0.0;
+    c = malloc(sizeof(double) * (size_t) n);
+    if (!c) bench_die("out of memory");
+    memcpy(c, v, sizeof(double) * (size_t) n);
+    qsort(c, (size_t) n, sizeof(double), cmp_double);
+    m = (n % 2) ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    free(c);
+    return m;
+}
+
+double bench_mean(const double *v, int n)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += v[i];
+    return n > 0 ? s / n : 0.0;
+}
+
+double bench_min(const double *v, int n)
+{
+    double m = n > 0 ? v[0] : 0.0;
+    for (int i = 1; i < n; i++) if (v[i] < m) m = v[i];
+    return m;
+}
+
+double bench_max(const double *v, int n)
+{
+    double m = n > 0 ? v[0] : 0.0;
+    for (int i = 1; i < n; i++) if (v[i] > m) m = v[i];
+    return m;
+}
+
+size_t bench_rss_bytes(void)
+{
+    unsigned long total = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    if (2 != fscanf(f, "%lu %lu", &total, &resident)) resident = 0;
+    fclose(f);
+    return (size_t) resident * (size_t) sysconf(_SC_PAGESIZE);
+}

@@ -1,0 +1,66 @@
+dnl Locate an installed Open MPI with its internal (MCA) headers.
+dnl Sets OMPI_CPPFLAGS, OMPI_LDFLAGS, OMPI_LIBS, MPICC, MPI_CFLAGS, MPI_LIBS,
+dnl OMPI_VERSION_STRING and OMPI_PKGLIBDIR.
+AC_DEFUN([OSC_UCXX_CHECK_OMPI], [
+    AC_ARG_WITH([ompi],
+        [AS_HELP_STRING([--with-ompi=DIR],
+            [Open MPI installation prefix, or the directory holding mpicc (default: search PATH)])])
+
+    MPICC=
+    AS_IF([test -n "$with_ompi" && test "$with_ompi" != yes],
+          [for d in "$with_ompi/bin" "$with_ompi"; do
+               AS_IF([test -x "$d/mpicc"], [MPICC="$d/mpicc"; break])
+           done
+           AS_IF([test -z "$MPICC"],
+                 [AC_MSG_ERROR([no mpicc under --with-ompi=$with_ompi])])],
+          [AC_PATH_PROG([MPICC], [mpicc])])
+    AS_IF([test -z "$MPICC"],
+          [AC_MSG_ERROR([mpicc not found: install Open MPI (Debian: apt-get install libopenmpi-dev openmpi-bin) or pass --with-ompi=DIR])])
+
+    ompi_incdirs=`$MPICC --showme:incdirs 2>/dev/null`
+    ompi_libdirs=`$MPICC --showme:libdirs 2>/dev/null`
+    OMPI_CPPFLAGS=
+    for d in $ompi_incdirs; do
+        OMPI_CPPFLAGS="$OMPI_CPPFLAGS -I$d"
+        dnl The internal headers live in <incdir>/openmpi on Debian and in <incdir> upstream.
+        AS_IF([test -d "$d/openmpi/ompi"], [OMPI_CPPFLAGS="$OMPI_CPPFLAGS -I$d/openmpi"])
+    done
+    OMPI_LDFLAGS=
+    for d in $ompi_libdirs; do OMPI_LDFLAGS="$OMPI_LDFLAGS -L$d"; done
+    MPI_CFLAGS=`$MPICC --showme:compile`
+    MPI_LIBS=`$MPICC --showme:link`
+
+    osc_ucxx_save_CPPFLAGS=$CPPFLAGS
+    CPPFLAGS="$CPPFLAGS $OMPI_CPPFLAGS -I$srcdir/config/compat"
+    AC_CHECK_HEADER([mpi.h], [],
+        [AC_MSG_ERROR([mpi.h not found: install the Open MPI development package (Debian: apt-get install libopenmpi-dev)])])
+    AC_CHECK_HEADER([ompi/mca/osc/osc.h], [],
+        [AC_MSG_ERROR([Open MPI's internal headers (ompi/mca/osc/osc.h) not found: install libopenmpi-dev (Debian ships them) or point --with-ompi at a full Open MPI installation])],
+        [#include "ompi_config.h"])
+
+    AC_MSG_CHECKING([the Open MPI version])
+    AC_COMPUTE_INT([ompi_major], [OMPI_MAJOR_VERSION], [#include <mpi.h>], [ompi_major=0])
+    AC_COMPUTE_INT([ompi_minor], [OMPI_MINOR_VERSION], [#include <mpi.h>], [ompi_minor=0])
+    AC_COMPUTE_INT([ompi_release], [OMPI_RELEASE_VERSION], [#include <mpi.h>], [ompi_release=0])
+    OMPI_VERSION_STRING="$ompi_major.$ompi_minor.$ompi_release"
+    AC_MSG_RESULT([$OMPI_VERSION_STRING])
+    AS_IF([test "$ompi_major" != 4 || test "$ompi_minor" != 1],
+          [AC_MSG_ERROR([osc/ucxx needs Open MPI 4.1.x (found $OMPI_VERSION_STRING): the osc framework interface differs in other series])])
+    CPPFLAGS=$osc_ucxx_save_CPPFLAGS
+
+    dnl Every library the component uses, for -no-undefined linking.
+    OMPI_LIBS="-lmpi -lopen-rte -lopen-pal"
+
+    AC_PATH_PROG([OMPI_INFO], [ompi_info], [], [`AS_DIRNAME(["$MPICC"])`:$PATH])
+    OMPI_PKGLIBDIR=
+    AS_IF([test -n "$OMPI_INFO"],
+          [OMPI_PKGLIBDIR=`$OMPI_INFO --path pkglibdir 2>/dev/null | sed -n 's/.*Pkglibdir: *//p'`])
+
+    AC_SUBST([MPICC])
+    AC_SUBST([MPI_CFLAGS])
+    AC_SUBST([MPI_LIBS])
+    AC_SUBST([OMPI_CPPFLAGS])
+    AC_SUBST([OMPI_LDFLAGS])
+    AC_SUBST([OMPI_LIBS])
+    AC_SUBST([OMPI_VERSION_STRING])
+])

@@ -1,0 +1,418 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * osc/ucxx: MPI one-sided communication over UCX with per-thread workers.
+ *
+ * Object model (who owns what):
+ *   component  - one UCP context per process, the list of workers, the table of
+ *                peer worker addresses (exchanged once per peer, not per window)
+ *                and the table of windows by communicator id (for active messages).
+ *   worker     - a UCP worker used by one thread at a time; endpoints to peers are
+ *                created lazily and kept for the life of the process.
+ *   module     - one window: its memory, a small state segment (lock word and
+ *                counters), what every peer published at creation (addresses and
+ *                packed rkeys), a per-worker table of links, and the epoch state.
+ *   link       - (worker, window, peer): endpoint + unpacked rkeys, created lazily
+ *                on first use, so nothing is O(P) until the peers are really used.
+ *
+ * Where UCX can map a peer's memory into our address space (ucp_rkey_ptr: shared
+ * memory on one node), operations use plain loads, stores and CPU atomics on the
+ * mapping; everything else goes through UCP RMA/AMO calls.
+ */
+
+#ifndef OMPI_OSC_UCXX_H
+#define OMPI_OSC_UCXX_H
+
+#include "ompi_config.h"
+
+#include <pthread.h>
+#include <ucp/api/ucp.h>
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_hash_table.h"
+#include "opal/threads/mutex.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/group/group.h"
+#include "ompi/mca/osc/base/base.h"
+#include "ompi/mca/osc/osc.h"
+#include "ompi/request/request.h"
+#include "ompi/win/win.h"
+
+BEGIN_C_DECLS
+
+/* ------------------------------------------------------------------------- */
+/* Component                                                                 */
+
+struct ompi_osc_ucxx_worker_t;
+struct ompi_osc_ucxx_module_t;
+
+typedef struct ompi_osc_ucxx_component_t {
+    ompi_osc_base_component_t super;
+
+    /* MCA parameters */
+    int priority;
+    int verbose;
+    bool use_direct;          /* load/store/CPU atomics through ucp_rkey_ptr */
+    bool per_thread_workers;  /* one worker per thread under MPI_THREAD_MULTIPLE */
+    int post_poll_interval;   /* wait loops: ucp progress calls per opal_progress */
+
+    int output;               /* opal_output stream for verbose diagnostics */
+    bool enable_mpi_threads;
+    ucs_thread_mode_t thread_mode;
+
+    /* Created on the first window, destroyed at finalize */
+    ucp_context_h context;
+    opal_mutex_t lock;        /* workers, peer addresses, window table */
+    struct ompi_osc_ucxx_worker_t *main_worker;  /* the worker peers connect to */
+    struct ompi_osc_ucxx_worker_t **workers;     /* every worker, by index */
+    int num_workers;
+    int workers_cap;
+    pthread_key_t tls_key;    /* returns a dead thread's worker to the pool */
+    bool tls_key_created;
+    opal_hash_table_t peer_addrs;  /* proc name -> ompi_osc_ucxx_addr_t */
+    opal_hash_table_t windows;     /* communicator id -> module */
+    opal_free_list_t requests;
+    bool progress_registered;
+    int num_modules;
+} ompi_osc_ucxx_component_t;
+
+OMPI_DECLSPEC extern ompi_osc_ucxx_component_t mca_osc_ucxx_component;
+#define OSC_UCXX (mca_osc_ucxx_component)
+
+#define OSC_UCXX_VERBOSE(level, ...)                                          \
+    opal_output_verbose(level, mca_osc_ucxx_component.output, "osc/ucxx: " __VA_ARGS__)
+
+/* A peer's published worker address. */
+typedef struct {
+    size_t len;
+    char addr[];
+} ompi_osc_ucxx_addr_t;
+
+/* ------------------------------------------------------------------------- */
+/* Workers                                                                   */
+
+typedef struct ompi_osc_ucxx_worker_t {
+    ucp_worker_h ucp;
+    int index;                 /* position in OSC_UCXX.workers and in link tables */
+    bool owned;                /* a live thread uses it */
+    opal_mutex_t lock;         /* the endpoint table */
+    opal_hash_table_t eps;     /* proc name -> ucp_ep_h */
+    volatile int32_t pending;  /* request-based operations not yet complete */
+} ompi_osc_ucxx_worker_t;
+
+extern __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker;
+
+int ompi_osc_ucxx_context_init(void);
+void ompi_osc_ucxx_context_fini(void);
+ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
+int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
+                                ucp_ep_h *ep);
+int ompi_osc_ucxx_progress(void);
+int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req);
+bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc);
+int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len);
+
+/* The calling thread's worker (created or taken from the pool on first use). */
+static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_self(void)
+{
+    ompi_osc_ucxx_worker_t *w = ompi_osc_ucxx_tls_worker;
+    if (OPAL_LIKELY(NULL != w)) {
+        return w;
+    }
+    return ompi_osc_ucxx_worker_acquire();
+}
+
+static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
+{
+    uint64_t key;
+    memcpy(&key, &proc->super.proc_name, sizeof(key));
+    return key;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Windows                                                                   */
+
+/* The state segment every window exposes (UCX-allocated, so one-sided on a
+ * node).  Each word sits on its own cache line: they are hit by different
+ * processes for different reasons. */
+#define OSC_UCXX_STATE_LOCK      0    /* passive-target lock word */
+#define OSC_UCXX_STATE_COMPLETE  64   /* PSCW: completed access epochs */
+#define OSC_UCXX_STATE_SIZE      4096
+
+/* Lock word: readers count in the low 32 bits, a writer sets bit 32. */
+#define OSC_UCXX_LOCK_EXCL       (1ULL << 32)
+#define OSC_UCXX_LOCK_READERS    0xffffffffULL
+
+/* What every peer published at window creation. */
+typedef struct ompi_osc_ucxx_peer_t {
+    uint64_t base;           /* remote virtual address of the window memory */
+    uint64_t size;           /* window size in bytes */
+    uint64_t state;          /* remote address of the state segment */
+    int32_t disp_unit;
+    uint32_t blob;           /* offset of this peer's packed rkeys in module->blobs */
+    uint32_t data_rkey_len;
+    uint32_t state_rkey_len;
+    /* Direct mappings (ucp_rkey_ptr), resolved on first use of the peer; NULL
+     * where UCX cannot map (user memory, no shared-memory transport). */
+    volatile bool resolved;
+    char *direct_data;
+    char *direct_state;
+    ucp_rkey_h direct_rkeys[2];
+} ompi_osc_ucxx_peer_t;
+
+/* (worker, window, peer) */
+typedef struct ompi_osc_ucxx_link_t {
+    ucp_ep_h ep;
+    ucp_rkey_h data_rkey;
+    ucp_rkey_h state_rkey;
+    volatile bool dirty;     /* UCX operations issued since the last flush */
+} ompi_osc_ucxx_link_t;
+
+/* Per-worker link arrays of one window, indexed by worker index.  Grows by
+ * replacement (readers never take a lock); old tables are kept until free. */
+typedef struct ompi_osc_ucxx_ltab_t {
+    struct ompi_osc_ucxx_ltab_t *retired;
+    int cap;
+    ompi_osc_ucxx_link_t *links[];
+} ompi_osc_ucxx_ltab_t;
+
+/* Epoch flags (module->epoch) */
+#define OSC_UCXX_EPOCH_FENCE     0x1   /* after a fence without NOSUCCEED */
+#define OSC_UCXX_EPOCH_START     0x2   /* PSCW access epoch */
+#define OSC_UCXX_EPOCH_POST      0x4   /* PSCW exposure epoch */
+#define OSC_UCXX_EPOCH_LOCK_ALL  0x8
+#define OSC_UCXX_EPOCH_FENCE_OPS 0x10  /* an operation was issued in the fence epoch */
+
+typedef struct ompi_osc_ucxx_lock_t {
+    int target;
+    int type;                /* MPI_LOCK_SHARED / MPI_LOCK_EXCLUSIVE */
+    bool taken;              /* false under MPI_MODE_NOCHECK */
+} ompi_osc_ucxx_lock_t;
+
+typedef struct ompi_osc_ucxx_module_t {
+    ompi_osc_base_module_t super;
+    struct ompi_win_t *win;
+    ompi_communicator_t *comm;
+    uint32_t cid;
+    int rank;
+    int size;
+    int flavor;
+
+    /* Local memory */
+    void *base;
+    size_t len;
+    int disp_unit;
+    ucp_mem_h data_memh;
+    ucp_mem_h state_memh;
+    char *state;             /* local state segment */
+
+    /* Published by peers */
+    ompi_osc_ucxx_peer_t *peers;
+    char *blobs;
+    ompi_osc_ucxx_ltab_t *volatile ltab;
+
+    /* Peers reach this window through UCX emulation (user memory, or no
+     * shared-memory mapping): our synchronization calls serve them. */
+    bool serve;
+
+    /* Info keys */
+    bool no_locks;
+    bool same_size;
+    bool same_disp_unit;
+
+    /* Epochs.  The flags are read without the lock on the fast path.
+     * sync_lock guards short updates (lock list, links) and is never held
+     * while waiting; acquire_lock serializes lock_all's lazy acquisitions;
+     * post_lock guards what the active-message handler writes. */
+    opal_mutex_t sync_lock;
+    opal_mutex_t acquire_lock;
+    opal_mutex_t post_lock;
+    volatile int epoch;
+    ompi_osc_ucxx_lock_t *locks;    /* MPI_Win_lock targets held */
+    int num_locks, locks_cap;
+    volatile int lock_all_assert;
+    uint8_t *lock_all_taken;        /* bitmap: lock_all took the target's lock */
+    int *lock_all_list, lock_all_count, lock_all_cap;
+    ompi_group_t *start_group;
+    int *start_ranks, start_count;
+    uint8_t *start_map;             /* bitmap of start_ranks */
+    ompi_group_t *post_group;
+    uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
+    int *posts_seen, posts_seen_count, posts_seen_cap;  /* from AM handler */
+} ompi_osc_ucxx_module_t;
+
+#define OSC_UCXX_MODULE(win) ((ompi_osc_ucxx_module_t *) (win)->w_osc_module)
+
+/* Window creation and destruction (osc_ucxx_window.c) */
+int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
+                                int disp_unit, struct ompi_communicator_t *comm,
+                                struct opal_info_t *info, int flavor, int *model);
+int ompi_osc_ucxx_free(struct ompi_win_t *win);
+ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
+                                                 ompi_osc_ucxx_worker_t *worker, int target);
+void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target);
+ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid);
+
+/* The link for (calling thread, module, target); NULL if it cannot be made. */
+static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *module,
+                                                       ompi_osc_ucxx_worker_t *worker,
+                                                       int target)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+    if (OPAL_LIKELY(worker->index < tab->cap && NULL != tab->links[worker->index])) {
+        ompi_osc_ucxx_link_t *link = &tab->links[worker->index][target];
+        if (OPAL_LIKELY(NULL != link->ep)) {
+            return link;
+        }
+    }
+    return ompi_osc_ucxx_link_resolve(module, worker, target);
+}
+
+/* Note UCX operations on a link for the next flush.  Each worker's row of
+ * links has one extra entry at [size] that summarizes the row. */
+static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
+                                            ompi_osc_ucxx_link_t *link, int target)
+{
+    link->dirty = true;
+    link[module->size - target].dirty = true;
+}
+
+/* The peer's window memory mapped into ours, or NULL.  Resolved once per
+ * (window, peer). */
+static inline char *ompi_osc_ucxx_direct(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    if (OPAL_UNLIKELY(!peer->resolved)) {
+        ompi_osc_ucxx_peer_resolve_direct(module, target);
+    }
+    return peer->direct_data;
+}
+
+/* The peer's state segment mapped into ours, or NULL. */
+static inline char *ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    if (OPAL_UNLIKELY(!peer->resolved)) {
+        ompi_osc_ucxx_peer_resolve_direct(module, target);
+    }
+    return peer->direct_state;
+}
+
+/* Called by every synchronization call: where peers' operations on this
+ * window are emulated by UCX (active messages on our main worker), a process
+ * that only synchronizes locally must still serve them. */
+static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
+{
+    if (module->serve) {
+        ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Requests                                                                  */
+
+typedef struct ompi_osc_ucxx_request_t {
+    ompi_request_t super;
+    volatile int32_t outstanding;    /* UCX operations + 1 while still issuing */
+    volatile int32_t freed;          /* completion and user free: the second returns it */
+    ompi_osc_ucxx_worker_t *worker;
+} ompi_osc_ucxx_request_t;
+OBJ_CLASS_DECLARATION(ompi_osc_ucxx_request_t);
+
+int ompi_osc_ucxx_request_alloc(struct ompi_win_t *win, ompi_osc_ucxx_worker_t *worker,
+                                ompi_osc_ucxx_request_t **req);
+void ompi_osc_ucxx_request_op_done(ompi_osc_ucxx_request_t *req);
+void ompi_osc_ucxx_request_ucx_cb(void *ucx_req, ucs_status_t status, void *user_data);
+void ompi_osc_ucxx_request_abandon(ompi_osc_ucxx_request_t *req);
+
+/* ------------------------------------------------------------------------- */
+/* Communication (osc_ucxx_comm.c)                                           */
+
+int ompi_osc_ucxx_check_access(ompi_osc_ucxx_module_t *module, int target);
+int ompi_osc_ucxx_check_range(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp,
+                              int count, struct ompi_datatype_t *dt, uint64_t *remote);
+int ompi_osc_ucxx_state_atomic(ompi_osc_ucxx_module_t *module, int target, size_t offset,
+                               ucp_atomic_op_t op, uint64_t value, uint64_t compare,
+                               uint64_t *result);
+int ompi_osc_ucxx_put(const void *origin_addr, int origin_count,
+                      struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                      int target_count, struct ompi_datatype_t *target_dt,
+                      struct ompi_win_t *win);
+int ompi_osc_ucxx_get(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                      int target, ptrdiff_t target_disp, int target_count,
+                      struct ompi_datatype_t *target_dt, struct ompi_win_t *win);
+int ompi_osc_ucxx_rput(const void *origin_addr, int origin_count,
+                       struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                       int target_count, struct ompi_datatype_t *target_dt,
+                       struct ompi_win_t *win, struct ompi_request_t **request);
+int ompi_osc_ucxx_rget(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                       int target, ptrdiff_t target_disp, int target_count,
+                       struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
+                       struct ompi_request_t **request);
+
+/* Accumulates (osc_ucxx_accumulate.c) */
+int ompi_osc_ucxx_accumulate(const void *origin_addr, int origin_count,
+                             struct ompi_datatype_t *origin_dt, int target,
+                             ptrdiff_t target_disp, int target_count,
+                             struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                             struct ompi_win_t *win);
+int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                   void *result_addr, struct ompi_datatype_t *dt, int target,
+                                   ptrdiff_t target_disp, struct ompi_win_t *win);
+int ompi_osc_ucxx_fetch_and_op(const void *origin_addr, void *result_addr,
+                               struct ompi_datatype_t *dt, int target, ptrdiff_t target_disp,
+                               struct ompi_op_t *op, struct ompi_win_t *win);
+int ompi_osc_ucxx_get_accumulate(const void *origin_addr, int origin_count,
+                                 struct ompi_datatype_t *origin_dt, void *result_addr,
+                                 int result_count, struct ompi_datatype_t *result_dt,
+                                 int target, ptrdiff_t target_disp, int target_count,
+                                 struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                                 struct ompi_win_t *win);
+int ompi_osc_ucxx_raccumulate(const void *origin_addr, int origin_count,
+                              struct ompi_datatype_t *origin_dt, int target,
+                              ptrdiff_t target_disp, int target_count,
+                              struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                              struct ompi_win_t *win, struct ompi_request_t **request);
+int ompi_osc_ucxx_rget_accumulate(const void *origin_addr, int origin_count,
+                                  struct ompi_datatype_t *origin_dt, void *result_addr,
+                                  int result_count, struct ompi_datatype_t *result_dt,
+                                  int target, ptrdiff_t target_disp, int target_count,
+                                  struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                                  struct ompi_win_t *win, struct ompi_request_t **request);
+
+/* Active target (osc_ucxx_active_target.c) */
+int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win);
+int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win);
+int ompi_osc_ucxx_complete(struct ompi_win_t *win);
+int ompi_osc_ucxx_post(struct ompi_group_t *group, int assert, struct ompi_win_t *win);
+int ompi_osc_ucxx_wait(struct ompi_win_t *win);
+int ompi_osc_ucxx_test(struct ompi_win_t *win, int *flag);
+void ompi_osc_ucxx_post_arrived(ompi_osc_ucxx_module_t *module, int from);
+
+/* Passive target (osc_ucxx_passive_target.c) */
+int ompi_osc_ucxx_lock(int lock_type, int target, int assert, struct ompi_win_t *win);
+int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win);
+int ompi_osc_ucxx_lock_all(int assert, struct ompi_win_t *win);
+int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win);
+int ompi_osc_ucxx_sync(struct ompi_win_t *win);
+int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win);
+int ompi_osc_ucxx_flush_all(struct ompi_win_t *win);
+int ompi_osc_ucxx_flush_local(int target, struct ompi_win_t *win);
+int ompi_osc_ucxx_flush_local_all(struct ompi_win_t *win);
+int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target);
+int ompi_osc_ucxx_lock_all_acquire(ompi_osc_ucxx_module_t *module, int target);
+
+/* Active messages (osc_ucxx_am.c) */
+#define OSC_UCXX_AM_POST 1
+int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker);
+int ompi_osc_ucxx_am_send_post(ompi_osc_ucxx_module_t *module, int target);
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_H */

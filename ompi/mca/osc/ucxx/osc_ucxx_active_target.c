@@ -1,0 +1,244 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Active target: fence and post/start/complete/wait/test.
+ *
+ * PSCW: a post is an active message to each origin, recorded in a growing
+ * list, so there is no cap on outstanding posts; start consumes one post per
+ * target.  Complete flushes, then adds 1 to each target's completion counter
+ * (one atomic, one-sided on a node); wait/test compare that counter with the
+ * number of origins the exposure epochs so far have named.
+ */
+
+#include "ompi_config.h"
+
+#include "osc_ucxx.h"
+
+static int barrier(ompi_osc_ucxx_module_t *module)
+{
+    return module->comm->c_coll->coll_barrier(module->comm,
+                                              module->comm->c_coll->coll_barrier_module);
+}
+
+static void epoch_set(ompi_osc_ucxx_module_t *module, int set, int clear)
+{
+    opal_atomic_fetch_and_32((volatile int32_t *) &module->epoch, ~clear);
+    opal_atomic_fetch_or_32((volatile int32_t *) &module->epoch, set);
+}
+
+int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    int rc = OMPI_SUCCESS;
+
+    if (module->num_locks > 0 ||
+        (module->epoch & (OSC_UCXX_EPOCH_LOCK_ALL | OSC_UCXX_EPOCH_START |
+                          OSC_UCXX_EPOCH_POST))) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    /* Nothing can precede: no operations of ours to complete. */
+    if (!(assert & MPI_MODE_NOPRECEDE)) {
+        rc = ompi_osc_ucxx_flush_module(module, -1);
+        if (OMPI_SUCCESS != rc) return rc;
+    }
+    rc = barrier(module);
+    if (assert & MPI_MODE_NOSUCCEED) {
+        epoch_set(module, 0, OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_FENCE_OPS);
+    } else {
+        epoch_set(module, OSC_UCXX_EPOCH_FENCE, OSC_UCXX_EPOCH_FENCE_OPS);
+    }
+    return rc;
+}
+
+/* Ranks of `group` in the window's communicator. */
+static int group_ranks(ompi_osc_ucxx_module_t *module, ompi_group_t *group, int **ranks)
+{
+    int n = ompi_group_size(group);
+    int *in = malloc((n + 1) * sizeof(int));
+    int rc;
+
+    *ranks = malloc((n + 1) * sizeof(int));
+    if (NULL == in || NULL == *ranks) {
+        free(in);
+        free(*ranks);
+        *ranks = NULL;
+        return -1;
+    }
+    for (int i = 0; i < n; ++i) in[i] = i;
+    rc = ompi_group_translate_ranks(group, n, in, module->comm->c_local_group, *ranks);
+    free(in);
+    if (OMPI_SUCCESS != rc) {
+        free(*ranks);
+        return -1;
+    }
+    for (int i = 0; i < n; ++i) {
+        if (MPI_UNDEFINED == (*ranks)[i]) {
+            free(*ranks);
+            return -1;
+        }
+    }
+    return n;
+}
+
+void ompi_osc_ucxx_post_arrived(ompi_osc_ucxx_module_t *module, int from)
+{
+    OPAL_THREAD_LOCK(&module->post_lock);
+    if (module->posts_seen_count == module->posts_seen_cap) {
+        int cap = module->posts_seen_cap ? 2 * module->posts_seen_cap : 16;
+        void *tmp = realloc(module->posts_seen, cap * sizeof(int));
+        if (NULL == tmp) {
+            OPAL_THREAD_UNLOCK(&module->post_lock);
+            OSC_UCXX_VERBOSE(1, "out of memory recording a post from %d", from);
+            return;
+        }
+        module->posts_seen = tmp;
+        module->posts_seen_cap = cap;
+    }
+    module->posts_seen[module->posts_seen_count++] = from;
+    OPAL_THREAD_UNLOCK(&module->post_lock);
+}
+
+/* Take one recorded post from `from`, if there is one. */
+static bool take_post(ompi_osc_ucxx_module_t *module, int from)
+{
+    bool found = false;
+    OPAL_THREAD_LOCK(&module->post_lock);
+    for (int i = 0; i < module->posts_seen_count; ++i) {
+        if (module->posts_seen[i] == from) {
+            /* keep arrival order: later posts from `from` belong to later epochs */
+            memmove(&module->posts_seen[i], &module->posts_seen[i + 1],
+                    (module->posts_seen_count - i - 1) * sizeof(int));
+            module->posts_seen_count--;
+            found = true;
+            break;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&module->post_lock);
+    return found;
+}
+
+int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    int epoch = module->epoch, n, *ranks;
+    uint8_t *map;
+    ompi_osc_ucxx_serve(module);
+
+    if ((epoch & (OSC_UCXX_EPOCH_START | OSC_UCXX_EPOCH_LOCK_ALL | OSC_UCXX_EPOCH_FENCE_OPS)) ||
+        module->num_locks > 0) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    n = group_ranks(module, group, &ranks);
+    if (n < 0) {
+        return MPI_ERR_GROUP;
+    }
+    map = calloc((module->size + 7) / 8, 1);
+    if (NULL == map) {
+        free(ranks);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (int i = 0; i < n; ++i) map[ranks[i] >> 3] |= 1 << (ranks[i] & 7);
+
+    if (!(assert & MPI_MODE_NOCHECK)) {
+        /* Every target must have posted before we touch its memory. */
+        for (int i = 0; i < n; ++i) {
+            while (!take_post(module, ranks[i])) {
+                opal_progress();
+            }
+        }
+    }
+    free(module->start_ranks);
+    free(module->start_map);
+    module->start_ranks = ranks;
+    module->start_count = n;
+    module->start_map = map;
+    opal_atomic_wmb();
+    epoch_set(module, OSC_UCXX_EPOCH_START, OSC_UCXX_EPOCH_FENCE);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_ucxx_complete(struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    int rc;
+
+    if (!(module->epoch & OSC_UCXX_EPOCH_START)) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    /* Our operations land first; then each target learns we are done. */
+    rc = ompi_osc_ucxx_flush_module(module, -1);
+    for (int i = 0; OMPI_SUCCESS == rc && i < module->start_count; ++i) {
+        rc = ompi_osc_ucxx_state_atomic(module, module->start_ranks[i],
+                                        OSC_UCXX_STATE_COMPLETE, UCP_ATOMIC_OP_ADD, 1, 0,
+                                        NULL);
+    }
+    epoch_set(module, 0, OSC_UCXX_EPOCH_START);
+    return rc;
+}
+
+int ompi_osc_ucxx_post(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    int n, *ranks, rc = OMPI_SUCCESS;
+    ompi_osc_ucxx_serve(module);
+
+    if (module->epoch & (OSC_UCXX_EPOCH_POST | OSC_UCXX_EPOCH_FENCE_OPS)) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    n = group_ranks(module, group, &ranks);
+    if (n < 0) {
+        return MPI_ERR_GROUP;
+    }
+    module->complete_expected += n;
+    /* Our local stores must be visible before an origin may access. */
+    opal_atomic_mb();
+    if (!(assert & MPI_MODE_NOCHECK)) {
+        for (int i = 0; OMPI_SUCCESS == rc && i < n; ++i) {
+            rc = ompi_osc_ucxx_am_send_post(module, ranks[i]);
+        }
+    }
+    free(ranks);
+    epoch_set(module, OSC_UCXX_EPOCH_POST, OSC_UCXX_EPOCH_FENCE);
+    return rc;
+}
+
+static bool exposure_done(ompi_osc_ucxx_module_t *module)
+{
+    uint64_t done = __atomic_load_n((uint64_t *) (module->state + OSC_UCXX_STATE_COMPLETE),
+                                    __ATOMIC_ACQUIRE);
+    return done >= module->complete_expected;
+}
+
+int ompi_osc_ucxx_wait(struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+
+    if (!(module->epoch & OSC_UCXX_EPOCH_POST)) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    while (!exposure_done(module)) {
+        opal_progress();
+    }
+    epoch_set(module, 0, OSC_UCXX_EPOCH_POST);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_ucxx_test(struct ompi_win_t *win, int *flag)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    ompi_osc_ucxx_serve(module);
+
+    if (!(module->epoch & OSC_UCXX_EPOCH_POST)) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    *flag = exposure_done(module);
+    if (!*flag) {
+        opal_progress();
+        *flag = exposure_done(module);
+    }
+    if (*flag) {
+        epoch_set(module, 0, OSC_UCXX_EPOCH_POST);
+    }
+    return OMPI_SUCCESS;
+}

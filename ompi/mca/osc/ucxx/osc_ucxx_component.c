@@ -1,0 +1,151 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * The MCA component: parameters, which windows we take, and the module table.
+ */
+
+#include "ompi_config.h"
+
+#include "opal/mca/base/mca_base_var.h"
+
+#include "osc_ucxx.h"
+
+static int component_register(void);
+static int component_open(void);
+static int component_init(bool enable_progress_threads, bool enable_mpi_threads);
+static int component_finalize(void);
+static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                           struct ompi_communicator_t *comm, struct opal_info_t *info,
+                           int flavor);
+
+ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
+    .super = {
+        .osc_version = {
+            OMPI_OSC_BASE_VERSION_3_0_0,
+            .mca_component_name = "ucxx",
+            MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                                  OMPI_RELEASE_VERSION),
+            .mca_open_component = component_open,
+            .mca_register_component_params = component_register,
+        },
+        .osc_data = {
+            MCA_BASE_METADATA_PARAM_NONE
+        },
+        .osc_init = component_init,
+        .osc_query = component_query,
+        .osc_select = ompi_osc_ucxx_window_create,
+        .osc_finalize = component_finalize,
+    },
+    .priority = 0,
+    .use_direct = true,
+    .per_thread_workers = true,
+    .post_poll_interval = 16,
+};
+
+static int component_register(void)
+{
+    mca_base_component_t *c = &mca_osc_ucxx_component.super.osc_version;
+
+    /* Below osc/ucx (60) unless asked for: `--mca osc ucxx` selects us whatever
+     * the priority, and a site can raise it to make us the default. */
+    OSC_UCXX.priority = 0;
+    (void) mca_base_component_var_register(c, "priority",
+        "Priority of osc/ucxx among the osc components (the highest usable one is "
+        "chosen; stock: rdma 101, sm 100, ucx 60). `--mca osc ucxx` selects it regardless",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
+        &OSC_UCXX.priority);
+
+    OSC_UCXX.verbose = 0;
+    (void) mca_base_component_var_register(c, "verbose",
+        "Verbosity of osc/ucxx diagnostics (0: none, 10: window setup and paths chosen, "
+        "50: every synchronization call)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &OSC_UCXX.verbose);
+
+    OSC_UCXX.use_direct = true;
+    (void) mca_base_component_var_register(c, "direct",
+        "Use loads, stores and CPU atomics on peer memory that UCX maps into this process "
+        "(ucp_rkey_ptr, shared memory on one node) instead of UCX RMA calls",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &OSC_UCXX.use_direct);
+
+    OSC_UCXX.per_thread_workers = true;
+    (void) mca_base_component_var_register(c, "per_thread_workers",
+        "Under MPI_THREAD_MULTIPLE give every thread that issues RMA its own UCX worker "
+        "(false: all threads share one worker)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &OSC_UCXX.per_thread_workers);
+
+    OSC_UCXX.post_poll_interval = 16;
+    (void) mca_base_component_var_register(c, "poll_interval",
+        "Wait loops call ucp_worker_progress on the workers they wait on this many times "
+        "between calls to opal_progress (which serves the rest of the library)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &OSC_UCXX.post_poll_interval);
+    if (OSC_UCXX.post_poll_interval < 1) {
+        OSC_UCXX.post_poll_interval = 1;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int component_open(void)
+{
+    OSC_UCXX.output = opal_output_open(NULL);
+    opal_output_set_verbosity(OSC_UCXX.output, OSC_UCXX.verbose);
+#ifdef OSC_UCXX_HELPDIR
+    (void) opal_show_help_add_dir(OSC_UCXX_HELPDIR);
+#endif
+    return OMPI_SUCCESS;
+}
+
+static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    OBJ_CONSTRUCT(&OSC_UCXX.lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&OSC_UCXX.peer_addrs, opal_hash_table_t);
+    OBJ_CONSTRUCT(&OSC_UCXX.windows, opal_hash_table_t);
+    OBJ_CONSTRUCT(&OSC_UCXX.requests, opal_free_list_t);
+    opal_hash_table_init(&OSC_UCXX.peer_addrs, 256);
+    opal_hash_table_init(&OSC_UCXX.windows, 64);
+    /* The UCX context and workers wait for the first window: a program that
+     * never uses RMA pays nothing. */
+    OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
+    return OMPI_SUCCESS;
+}
+
+static int component_finalize(void)
+{
+    ompi_osc_ucxx_context_fini();
+    OBJ_DESTRUCT(&OSC_UCXX.requests);
+    OBJ_DESTRUCT(&OSC_UCXX.windows);
+    OBJ_DESTRUCT(&OSC_UCXX.peer_addrs);
+    OBJ_DESTRUCT(&OSC_UCXX.lock);
+    if (OSC_UCXX.output > 0) {
+        opal_output_close(OSC_UCXX.output);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                           struct ompi_communicator_t *comm, struct opal_info_t *info,
+                           int flavor)
+{
+    /* Flavors not implemented yet are declined so `--mca osc ucxx,sm,rdma`
+     * hands them to the next component. */
+    if (MPI_WIN_FLAVOR_CREATE != flavor && MPI_WIN_FLAVOR_ALLOCATE != flavor) {
+        OSC_UCXX_VERBOSE(10, "declining window flavor %d", flavor);
+        return -1;
+    }
+    return OSC_UCXX.priority;
+}
+
+/* Window table, keyed by the window communicator's context id, for active
+ * messages that name a window. */
+ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid)
+{
+    void *module = NULL;
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    (void) opal_hash_table_get_value_uint32(&OSC_UCXX.windows, cid, &module);
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    return (ompi_osc_ucxx_module_t *) module;
+}

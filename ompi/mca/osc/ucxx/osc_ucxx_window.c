@@ -1,0 +1,569 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Window creation and destruction, info keys, and the lazy per-peer setup
+ * (links and direct mappings).
+ */
+
+#include "ompi_config.h"
+
+#include "opal/util/info_subscriber.h"
+#include "ompi/proc/proc.h"
+
+#include "osc_ucxx.h"
+
+static const ompi_osc_base_module_t ucxx_module_template = {
+    .osc_win_shared_query = NULL,
+    .osc_win_attach = NULL,
+    .osc_win_detach = NULL,
+    .osc_free = ompi_osc_ucxx_free,
+
+    .osc_put = ompi_osc_ucxx_put,
+    .osc_get = ompi_osc_ucxx_get,
+    .osc_accumulate = ompi_osc_ucxx_accumulate,
+    .osc_compare_and_swap = ompi_osc_ucxx_compare_and_swap,
+    .osc_fetch_and_op = ompi_osc_ucxx_fetch_and_op,
+    .osc_get_accumulate = ompi_osc_ucxx_get_accumulate,
+
+    .osc_rput = ompi_osc_ucxx_rput,
+    .osc_rget = ompi_osc_ucxx_rget,
+    .osc_raccumulate = ompi_osc_ucxx_raccumulate,
+    .osc_rget_accumulate = ompi_osc_ucxx_rget_accumulate,
+
+    .osc_fence = ompi_osc_ucxx_fence,
+    .osc_start = ompi_osc_ucxx_start,
+    .osc_complete = ompi_osc_ucxx_complete,
+    .osc_post = ompi_osc_ucxx_post,
+    .osc_wait = ompi_osc_ucxx_wait,
+    .osc_test = ompi_osc_ucxx_test,
+
+    .osc_lock = ompi_osc_ucxx_lock,
+    .osc_unlock = ompi_osc_ucxx_unlock,
+    .osc_lock_all = ompi_osc_ucxx_lock_all,
+    .osc_unlock_all = ompi_osc_ucxx_unlock_all,
+
+    .osc_sync = ompi_osc_ucxx_sync,
+    .osc_flush = ompi_osc_ucxx_flush,
+    .osc_flush_all = ompi_osc_ucxx_flush_all,
+    .osc_flush_local = ompi_osc_ucxx_flush_local,
+    .osc_flush_local_all = ompi_osc_ucxx_flush_local_all,
+};
+
+/* What each process contributes to the window-creation exchange. */
+typedef struct {
+    uint64_t base;
+    uint64_t size;
+    uint64_t state;
+    int32_t disp_unit;
+    uint32_t data_rkey_len;
+    uint32_t state_rkey_len;
+    uint32_t addr_len;
+    int32_t need_addrs;   /* some peer's worker address is new to this process */
+    int32_t pad;
+} wire_info_t;
+
+/* ------------------------------------------------------------------------- */
+/* Info keys */
+
+static char *info_no_locks(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE((struct ompi_win_t *) obj);
+    /* Only a promise from the application: locks still work if it breaks it. */
+    module->no_locks = opal_str_to_bool(value);
+    return module->no_locks ? "true" : "false";
+}
+
+/* Keys fixed at creation: report the value the window was built with. */
+static char *info_same_size(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->same_size ? "true" : "false";
+}
+
+static char *info_same_disp_unit(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->same_disp_unit ? "true" : "false";
+}
+
+static bool info_flag(struct opal_info_t *info, const char *key)
+{
+    bool value = false;
+    int flag = 0;
+    if (NULL != info && OPAL_SUCCESS == opal_info_get_bool(info, (char *) key, &value, &flag)
+        && flag) {
+        return value;
+    }
+    return false;
+}
+
+static void subscribe_info(struct ompi_win_t *win)
+{
+    opal_infosubscribe_subscribe(&win->super, "no_locks", "false", info_no_locks);
+    opal_infosubscribe_subscribe(&win->super, "same_size", "false", info_same_size);
+    opal_infosubscribe_subscribe(&win->super, "same_disp_unit", "false", info_same_disp_unit);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Memory */
+
+static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh)
+{
+    ucp_mem_map_params_t params;
+    ucp_mem_attr_t attr;
+    ucs_status_t status;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                        UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    params.address = allocate ? NULL : *addr;
+    params.length = len;
+    params.flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0;
+    status = ucp_mem_map(OSC_UCXX.context, &params, memh);
+    if (UCS_OK != status) {
+        opal_show_help("help-osc-ucxx.txt", "mem map failed", true, len,
+                       ucs_status_string(status));
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+    if (UCS_OK != ucp_mem_query(*memh, &attr)) {
+        ucp_mem_unmap(OSC_UCXX.context, *memh);
+        return OMPI_ERROR;
+    }
+    *addr = attr.address;
+    return OMPI_SUCCESS;
+}
+
+static int pack_rkey(ucp_mem_h memh, void **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (NULL == memh) {
+        return OMPI_SUCCESS;
+    }
+    return UCS_OK == ucp_rkey_pack(OSC_UCXX.context, memh, buf, len) ? OMPI_SUCCESS
+                                                                    : OMPI_ERROR;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The collective exchange: window layout, rkeys, and worker addresses of
+ * peers some member has not met yet. */
+
+static bool all_addrs_known(ompi_communicator_t *comm)
+{
+    for (int i = 0; i < ompi_comm_size(comm); ++i) {
+        if (!ompi_osc_ucxx_peer_addr_known(ompi_comm_peer_lookup(comm, i))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int exchange(ompi_osc_ucxx_module_t *module)
+{
+    ompi_communicator_t *comm = module->comm;
+    int size = module->size, rc;
+    wire_info_t mine, *all = NULL;
+    void *data_rkey = NULL, *state_rkey = NULL;
+    size_t data_rkey_len, state_rkey_len, addr_len = 0;
+    ucp_address_t *addr = NULL;
+    int *counts = NULL, *displs = NULL;
+    char *sendbuf = NULL, *recvbuf = NULL;
+    bool any_need = false;
+    size_t total = 0, blob_total = 0;
+
+    rc = pack_rkey(module->data_memh, &data_rkey, &data_rkey_len);
+    if (OMPI_SUCCESS == rc) {
+        rc = pack_rkey(module->state_memh, &state_rkey, &state_rkey_len);
+    }
+    if (OMPI_SUCCESS != rc ||
+        UCS_OK != ucp_worker_get_address(OSC_UCXX.main_worker->ucp, &addr, &addr_len)) {
+        rc = OMPI_ERROR;
+        goto out;
+    }
+
+    memset(&mine, 0, sizeof(mine));
+    mine.base = (uint64_t) (uintptr_t) module->base;
+    mine.size = module->len;
+    mine.state = (uint64_t) (uintptr_t) module->state;
+    mine.disp_unit = module->disp_unit;
+    mine.data_rkey_len = data_rkey_len;
+    mine.state_rkey_len = state_rkey_len;
+    mine.addr_len = addr_len;
+    mine.need_addrs = !all_addrs_known(comm);
+
+    all = malloc(size * sizeof(*all));
+    counts = malloc(size * sizeof(int));
+    displs = malloc(size * sizeof(int));
+    if (NULL == all || NULL == counts || NULL == displs) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+        goto out;
+    }
+    rc = comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine),
+                                      MPI_BYTE, comm, comm->c_coll->coll_allgather_module);
+    if (OMPI_SUCCESS != rc) {
+        goto out;
+    }
+    for (int i = 0; i < size; ++i) {
+        any_need |= (0 != all[i].need_addrs);
+    }
+    /* Everyone sees the same flags, so everyone agrees on what is sent. */
+    for (int i = 0; i < size; ++i) {
+        counts[i] = all[i].data_rkey_len + all[i].state_rkey_len +
+                    (any_need ? all[i].addr_len : 0);
+        displs[i] = total;
+        total += counts[i];
+        blob_total += all[i].data_rkey_len + all[i].state_rkey_len;
+    }
+    sendbuf = malloc(counts[module->rank] + 1);
+    recvbuf = malloc(total + 1);
+    module->blobs = malloc(blob_total + 1);
+    module->peers = calloc(size, sizeof(*module->peers));
+    if (NULL == sendbuf || NULL == recvbuf || NULL == module->blobs || NULL == module->peers) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+        goto out;
+    }
+    memcpy(sendbuf, data_rkey, data_rkey_len);
+    memcpy(sendbuf + data_rkey_len, state_rkey, state_rkey_len);
+    if (any_need) {
+        memcpy(sendbuf + data_rkey_len + state_rkey_len, addr, addr_len);
+    }
+    rc = comm->c_coll->coll_allgatherv(sendbuf, counts[module->rank], MPI_BYTE, recvbuf,
+                                       counts, displs, MPI_BYTE, comm,
+                                       comm->c_coll->coll_allgatherv_module);
+    if (OMPI_SUCCESS != rc) {
+        goto out;
+    }
+
+    blob_total = 0;
+    for (int i = 0; i < size; ++i) {
+        ompi_osc_ucxx_peer_t *peer = &module->peers[i];
+        size_t rkeys = all[i].data_rkey_len + all[i].state_rkey_len;
+        peer->base = all[i].base;
+        peer->size = all[i].size;
+        peer->state = all[i].state;
+        peer->disp_unit = all[i].disp_unit;
+        peer->data_rkey_len = all[i].data_rkey_len;
+        peer->state_rkey_len = all[i].state_rkey_len;
+        peer->blob = blob_total;
+        memcpy(module->blobs + blob_total, recvbuf + displs[i], rkeys);
+        blob_total += rkeys;
+        if (any_need) {
+            rc = ompi_osc_ucxx_peer_addr_store(ompi_comm_peer_lookup(comm, i),
+                                               recvbuf + displs[i] + rkeys, all[i].addr_len);
+            if (OMPI_SUCCESS != rc) {
+                goto out;
+            }
+        }
+    }
+    OSC_UCXX_VERBOSE(10, "window %u: exchanged %zu bytes of rkeys%s", module->cid, blob_total,
+                     any_need ? " and worker addresses" : "");
+
+out:
+    if (NULL != data_rkey) ucp_rkey_buffer_release(data_rkey);
+    if (NULL != state_rkey) ucp_rkey_buffer_release(state_rkey);
+    if (NULL != addr) ucp_worker_release_address(OSC_UCXX.main_worker->ucp, addr);
+    free(all);
+    free(counts);
+    free(displs);
+    free(sendbuf);
+    free(recvbuf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+
+static void module_release(ompi_osc_ucxx_module_t *module)
+{
+    if (NULL != module->ltab) {
+        ompi_osc_ucxx_ltab_t *tab = module->ltab, *next;
+        for (int w = 0; w < tab->cap; ++w) {
+            ompi_osc_ucxx_link_t *links = tab->links[w];
+            if (NULL == links) continue;
+            for (int i = 0; i < module->size; ++i) {
+                if (links[i].data_rkey) ucp_rkey_destroy(links[i].data_rkey);
+                if (links[i].state_rkey) ucp_rkey_destroy(links[i].state_rkey);
+            }
+            free(links);
+        }
+        for (; NULL != tab; tab = next) {
+            next = tab->retired;
+            free(tab);
+        }
+    }
+    if (NULL != module->peers) {
+        for (int i = 0; i < module->size; ++i) {
+            for (int k = 0; k < 2; ++k) {
+                if (module->peers[i].direct_rkeys[k]) {
+                    ucp_rkey_destroy(module->peers[i].direct_rkeys[k]);
+                }
+            }
+        }
+    }
+    if (NULL != module->data_memh) ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
+    if (NULL != module->state_memh) ucp_mem_unmap(OSC_UCXX.context, module->state_memh);
+    if (NULL != module->comm) ompi_comm_free(&module->comm);
+    free(module->peers);
+    free(module->blobs);
+    free(module->locks);
+    free(module->lock_all_taken);
+    free(module->lock_all_list);
+    free(module->start_ranks);
+    free(module->start_map);
+    free(module->posts_seen);
+    OBJ_DESTRUCT(&module->sync_lock);
+    OBJ_DESTRUCT(&module->acquire_lock);
+    OBJ_DESTRUCT(&module->post_lock);
+    free(module);
+}
+
+int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
+                                int disp_unit, struct ompi_communicator_t *comm,
+                                struct opal_info_t *info, int flavor, int *model)
+{
+    ompi_osc_ucxx_module_t *module;
+    void *state = NULL;
+    int rc;
+
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    rc = ompi_osc_ucxx_context_init();
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+
+    module = calloc(1, sizeof(*module));
+    if (NULL == module) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(&module->super, &ucxx_module_template, sizeof(module->super));
+    OBJ_CONSTRUCT(&module->sync_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->acquire_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
+    module->win = win;
+    module->flavor = flavor;
+    module->disp_unit = disp_unit;
+    module->len = size;
+    module->same_size = info_flag(info, "same_size");
+    module->same_disp_unit = info_flag(info, "same_disp_unit");
+
+    rc = ompi_comm_dup(comm, &module->comm);
+    if (OMPI_SUCCESS != rc) {
+        goto fail;
+    }
+    module->cid = ompi_comm_get_cid(module->comm);
+    module->rank = ompi_comm_rank(module->comm);
+    module->size = ompi_comm_size(module->comm);
+
+    /* Window memory: allocated by UCX where we allocate it, so peers on the
+     * node get true one-sided access; registered where the user owns it. */
+    if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
+        module->base = NULL;
+        if (size > 0) {
+            rc = map_memory(&module->base, size, true, &module->data_memh);
+            if (OMPI_SUCCESS != rc) goto fail;
+        }
+        *base = module->base;
+    } else {
+        module->base = *base;
+        if (size > 0) {
+            void *addr = *base;
+            rc = map_memory(&addr, size, false, &module->data_memh);
+            if (OMPI_SUCCESS != rc) goto fail;
+        }
+    }
+
+    /* The state segment: lock word and counters, always UCX-allocated. */
+    rc = map_memory(&state, OSC_UCXX_STATE_SIZE, true, &module->state_memh);
+    if (OMPI_SUCCESS != rc) goto fail;
+    module->state = state;
+    memset(module->state, 0, OSC_UCXX_STATE_SIZE);
+
+    module->ltab = calloc(1, sizeof(ompi_osc_ucxx_ltab_t) +
+                                 OSC_UCXX.workers_cap * sizeof(ompi_osc_ucxx_link_t *));
+    if (NULL == module->ltab) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+        goto fail;
+    }
+    module->ltab->cap = OSC_UCXX.workers_cap;
+
+    rc = exchange(module);
+    if (OMPI_SUCCESS != rc) goto fail;
+
+    win->w_osc_module = &module->super;
+    *model = MPI_WIN_UNIFIED;
+    subscribe_info(win);
+
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    opal_hash_table_set_value_uint32(&OSC_UCXX.windows, module->cid, module);
+    OSC_UCXX.num_modules++;
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+
+    /* Can peers reach us one-sidedly?  Not into user memory; and if a
+     * neighbour cannot be mapped, assume no peer can (same transports). */
+    module->serve = (MPI_WIN_FLAVOR_CREATE == flavor && size > 0);
+    if (!module->serve && module->size > 1) {
+        int neighbour = (module->rank + 1) % module->size;
+        module->serve = (NULL == ompi_osc_ucxx_direct_state(module, neighbour));
+    }
+
+    /* Nobody may send us active messages for this window before it is in
+     * the table. */
+    rc = module->comm->c_coll->coll_barrier(module->comm,
+                                            module->comm->c_coll->coll_barrier_module);
+    if (OMPI_SUCCESS != rc) goto fail_registered;
+    OSC_UCXX_VERBOSE(10, "window %u created: flavor %d, %zu bytes, %d ranks", module->cid,
+                     flavor, size, module->size);
+    return OMPI_SUCCESS;
+
+fail_registered:
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
+    OSC_UCXX.num_modules--;
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+fail:
+    win->w_osc_module = NULL;
+    module_release(module);
+    return rc;
+}
+
+int ompi_osc_ucxx_free(struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    int rc;
+
+    if (module->num_locks > 0 ||
+        (module->epoch & (OSC_UCXX_EPOCH_START | OSC_UCXX_EPOCH_POST | OSC_UCXX_EPOCH_LOCK_ALL))) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    /* Our operations complete, then nobody touches this window again. */
+    rc = ompi_osc_ucxx_flush_module(module, -1);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    rc = module->comm->c_coll->coll_barrier(module->comm,
+                                            module->comm->c_coll->coll_barrier_module);
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
+    OSC_UCXX.num_modules--;
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    win->w_osc_module = NULL;
+    module_release(module);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Lazy per-peer setup */
+
+static int unpack_rkey(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
+                       ucp_rkey_h *rkey)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    size_t len = state ? peer->state_rkey_len : peer->data_rkey_len;
+    char *buf = module->blobs + peer->blob + (state ? peer->data_rkey_len : 0);
+
+    *rkey = NULL;
+    if (0 == len) {
+        return OMPI_SUCCESS;  /* zero-size window: nothing to reach */
+    }
+    return UCS_OK == ucp_ep_rkey_unpack(ep, buf, rkey) ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
+/* The worker's row of links for this window, growing the table if needed. */
+static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
+                                       ompi_osc_ucxx_worker_t *worker)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+
+    if (worker->index >= tab->cap) {
+        int cap = 2 * (worker->index + 1);
+        ompi_osc_ucxx_ltab_t *grown = calloc(1, sizeof(*grown) + cap * sizeof(grown->links[0]));
+        if (NULL == grown) {
+            return NULL;
+        }
+        grown->cap = cap;
+        memcpy(grown->links, tab->links, tab->cap * sizeof(tab->links[0]));
+        grown->retired = tab;  /* readers may still hold the old table */
+        opal_atomic_wmb();
+        module->ltab = tab = grown;
+    }
+    if (NULL == tab->links[worker->index]) {
+        tab->links[worker->index] = calloc(module->size + 1, sizeof(ompi_osc_ucxx_link_t));
+    }
+    return tab->links[worker->index];
+}
+
+ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
+                                                 ompi_osc_ucxx_worker_t *worker, int target)
+{
+    ompi_osc_ucxx_link_t *links, *link = NULL;
+    ucp_ep_h ep;
+
+    OPAL_THREAD_LOCK(&module->sync_lock);
+    links = links_for(module, worker);
+    if (NULL == links) {
+        goto out;
+    }
+    if (NULL != links[target].ep) {
+        link = &links[target];
+        goto out;
+    }
+    if (OMPI_SUCCESS != ompi_osc_ucxx_worker_get_ep(worker,
+                                                    ompi_comm_peer_lookup(module->comm, target),
+                                                    &ep) ||
+        OMPI_SUCCESS != unpack_rkey(module, ep, target, false, &links[target].data_rkey) ||
+        OMPI_SUCCESS != unpack_rkey(module, ep, target, true, &links[target].state_rkey)) {
+        goto out;
+    }
+    opal_atomic_wmb();
+    links[target].ep = ep;  /* published last: the fast path tests it */
+    link = &links[target];
+out:
+    OPAL_THREAD_UNLOCK(&module->sync_lock);
+    return link;
+}
+
+static char *map_direct(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
+                        uint64_t addr)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ucp_rkey_h rkey;
+    void *ptr;
+
+    if (OMPI_SUCCESS != unpack_rkey(module, ep, target, state, &rkey) || NULL == rkey) {
+        return NULL;
+    }
+    if (UCS_OK != ucp_rkey_ptr(rkey, addr, &ptr)) {
+        ucp_rkey_destroy(rkey);
+        return NULL;
+    }
+    peer->direct_rkeys[state ? 1 : 0] = rkey;  /* the mapping lives as long as the rkey */
+    return ptr;
+}
+
+void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ucp_ep_h ep;
+
+    OPAL_THREAD_LOCK(&module->sync_lock);
+    if (peer->resolved) {
+        goto out;
+    }
+    if (target == module->rank) {
+        peer->direct_data = module->base;
+        peer->direct_state = module->state;
+    } else if (OSC_UCXX.use_direct &&
+               OMPI_SUCCESS == ompi_osc_ucxx_worker_get_ep(
+                                   OSC_UCXX.main_worker,
+                                   ompi_comm_peer_lookup(module->comm, target), &ep)) {
+        peer->direct_data = map_direct(module, ep, target, false, peer->base);
+        peer->direct_state = map_direct(module, ep, target, true, peer->state);
+    }
+    OSC_UCXX_VERBOSE(20, "window %u peer %d: data %s, state %s", module->cid, target,
+                     peer->direct_data ? "mapped" : "through UCX",
+                     peer->direct_state ? "mapped" : "through UCX");
+    opal_atomic_wmb();
+    peer->resolved = true;
+out:
+    OPAL_THREAD_UNLOCK(&module->sync_lock);
+}

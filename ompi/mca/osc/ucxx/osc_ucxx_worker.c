@@ -1,0 +1,368 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * The UCP context, the per-thread workers, endpoints, peer addresses and
+ * progress.
+ *
+ * Threads: under MPI_THREAD_MULTIPLE each thread that issues RMA gets its own
+ * worker on first use (taken from a pool of workers whose threads have exited,
+ * or created).  Peers connect to one worker per process, the main worker, which
+ * opal_progress drives, so a target serves emulated operations and active
+ * messages whenever it is anywhere in MPI.  Below MPI_THREAD_MULTIPLE there is
+ * only the main worker.
+ */
+
+#include "ompi_config.h"
+
+#include "ompi/proc/proc.h"
+#include "ompi/runtime/mpiruntime.h"
+
+#include "osc_ucxx.h"
+
+__thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
+
+static ompi_osc_ucxx_worker_t *worker_create(void);
+static void worker_destroy(ompi_osc_ucxx_worker_t *worker);
+
+/* A thread that exits gives its worker back; the next new thread reuses it,
+ * endpoints and all. */
+static void tls_release(void *arg)
+{
+    ompi_osc_ucxx_worker_t *worker = (ompi_osc_ucxx_worker_t *) arg;
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    worker->owned = false;
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+}
+
+int ompi_osc_ucxx_context_init(void)
+{
+    ucp_params_t params;
+    ucp_config_t *config;
+    ucs_status_t status;
+    int provided = ompi_mpi_thread_provided;
+
+    if (NULL != OSC_UCXX.context) {
+        return OMPI_SUCCESS;
+    }
+
+    /* Worker thread mode follows the MPI thread level. */
+    OSC_UCXX.thread_mode = UCS_THREAD_MODE_SINGLE;
+    if (MPI_THREAD_SERIALIZED == provided) {
+        OSC_UCXX.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    } else if (MPI_THREAD_MULTIPLE == provided) {
+        OSC_UCXX.thread_mode = UCS_THREAD_MODE_MULTI;
+    }
+
+    status = ucp_config_read("MPI", NULL, &config);
+    if (UCS_OK != status) {
+        opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_config_read",
+                       ucs_status_string(status));
+        return OMPI_ERROR;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                        UCP_PARAM_FIELD_NAME;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
+                      UCP_FEATURE_AM;
+    params.mt_workers_shared = (UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode);
+    params.name = "osc_ucxx";
+    status = ucp_init(&params, config, &OSC_UCXX.context);
+    ucp_config_release(config);
+    if (UCS_OK != status) {
+        opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_init",
+                       ucs_status_string(status));
+        return OMPI_ERROR;
+    }
+
+    if (0 != pthread_key_create(&OSC_UCXX.tls_key, tls_release)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    OSC_UCXX.tls_key_created = true;
+
+    OSC_UCXX.main_worker = worker_create();
+    if (NULL == OSC_UCXX.main_worker) {
+        return OMPI_ERROR;
+    }
+
+    OBJ_CONSTRUCT(&OSC_UCXX.requests, opal_free_list_t);
+    opal_free_list_init(&OSC_UCXX.requests, sizeof(ompi_osc_ucxx_request_t),
+                        opal_cache_line_size, OBJ_CLASS(ompi_osc_ucxx_request_t), 0, 0,
+                        64, -1, 64, NULL, 0, NULL, NULL, NULL);
+
+    if (OPAL_SUCCESS != opal_progress_register(ompi_osc_ucxx_progress)) {
+        return OMPI_ERROR;
+    }
+    OSC_UCXX.progress_registered = true;
+    OSC_UCXX_VERBOSE(10, "UCX context ready, worker thread mode %d", (int) OSC_UCXX.thread_mode);
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_ucxx_context_fini(void)
+{
+    if (NULL == OSC_UCXX.context) {
+        return;
+    }
+    if (OSC_UCXX.progress_registered) {
+        opal_progress_unregister(ompi_osc_ucxx_progress);
+        OSC_UCXX.progress_registered = false;
+    }
+    for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
+        worker_destroy(OSC_UCXX.workers[i]);
+    }
+    free(OSC_UCXX.workers);
+    OSC_UCXX.workers = NULL;
+    OSC_UCXX.num_workers = 0;
+    OSC_UCXX.main_worker = NULL;
+    ompi_osc_ucxx_tls_worker = NULL;
+    if (OSC_UCXX.tls_key_created) {
+        pthread_key_delete(OSC_UCXX.tls_key);
+        OSC_UCXX.tls_key_created = false;
+    }
+
+    /* Peer addresses */
+    uint64_t key;
+    void *value, *node = NULL;
+    int rc = opal_hash_table_get_first_key_uint64(&OSC_UCXX.peer_addrs, &key, &value, &node);
+    while (OPAL_SUCCESS == rc) {
+        free(value);
+        rc = opal_hash_table_get_next_key_uint64(&OSC_UCXX.peer_addrs, &key, &value, node,
+                                                 &node);
+    }
+    opal_hash_table_remove_all(&OSC_UCXX.peer_addrs);
+
+    ucp_cleanup(OSC_UCXX.context);
+    OSC_UCXX.context = NULL;
+}
+
+static ompi_osc_ucxx_worker_t *worker_create(void)
+{
+    ucp_worker_params_t params;
+    ompi_osc_ucxx_worker_t *worker = calloc(1, sizeof(*worker));
+    ucs_status_t status;
+
+    if (NULL == worker) {
+        return NULL;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    params.thread_mode = OSC_UCXX.thread_mode;
+    status = ucp_worker_create(OSC_UCXX.context, &params, &worker->ucp);
+    if (UCS_OK != status) {
+        opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_worker_create",
+                       ucs_status_string(status));
+        free(worker);
+        return NULL;
+    }
+    OBJ_CONSTRUCT(&worker->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&worker->eps, opal_hash_table_t);
+    opal_hash_table_init(&worker->eps, 64);
+    if (OMPI_SUCCESS != ompi_osc_ucxx_am_register(worker)) {
+        worker_destroy(worker);
+        return NULL;
+    }
+
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    if (OSC_UCXX.num_workers == OSC_UCXX.workers_cap) {
+        int cap = OSC_UCXX.workers_cap ? 2 * OSC_UCXX.workers_cap : 8;
+        void *tmp = realloc(OSC_UCXX.workers, cap * sizeof(*OSC_UCXX.workers));
+        if (NULL == tmp) {
+            OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+            worker_destroy(worker);
+            return NULL;
+        }
+        OSC_UCXX.workers = tmp;
+        OSC_UCXX.workers_cap = cap;
+    }
+    worker->index = OSC_UCXX.num_workers;
+    OSC_UCXX.workers[OSC_UCXX.num_workers++] = worker;
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_VERBOSE(10, "created worker %d", worker->index);
+    return worker;
+}
+
+static void worker_destroy(ompi_osc_ucxx_worker_t *worker)
+{
+    uint64_t key;
+    void *value, *node = NULL;
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
+
+    /* Everything was completed when the windows were freed; peers may
+     * already be gone, so endpoints are closed without a remote handshake. */
+    int rc = opal_hash_table_get_first_key_uint64(&worker->eps, &key, &value, &node);
+    while (OPAL_SUCCESS == rc) {
+        void *req = ucp_ep_close_nbx((ucp_ep_h) value, &param);
+        if (UCS_PTR_IS_PTR(req)) {
+            while (UCS_INPROGRESS == ucp_request_check_status(req)) {
+                ucp_worker_progress(worker->ucp);
+            }
+            ucp_request_free(req);
+        }
+        rc = opal_hash_table_get_next_key_uint64(&worker->eps, &key, &value, node, &node);
+    }
+    OBJ_DESTRUCT(&worker->eps);
+    OBJ_DESTRUCT(&worker->lock);
+    ucp_worker_destroy(worker->ucp);
+    free(worker);
+}
+
+/* The calling thread has no worker yet. */
+ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void)
+{
+    ompi_osc_ucxx_worker_t *worker = NULL;
+
+    if (UCS_THREAD_MODE_MULTI != OSC_UCXX.thread_mode || !OSC_UCXX.per_thread_workers) {
+        /* One thread in MPI at a time: it uses the main worker. */
+        ompi_osc_ucxx_tls_worker = OSC_UCXX.main_worker;
+        return OSC_UCXX.main_worker;
+    }
+
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
+        if (!OSC_UCXX.workers[i]->owned) {
+            worker = OSC_UCXX.workers[i];
+            worker->owned = true;
+            break;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+
+    if (NULL == worker) {
+        worker = worker_create();
+        if (NULL == worker) {
+            return NULL;
+        }
+        worker->owned = true;
+    }
+    ompi_osc_ucxx_tls_worker = worker;
+    pthread_setspecific(OSC_UCXX.tls_key, worker);
+    return worker;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Peer addresses: one per peer process, learned at the first window that
+ * includes it. */
+
+bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc)
+{
+    void *value;
+    int rc;
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    rc = opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, ompi_osc_ucxx_proc_key(proc),
+                                          &value);
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    return OPAL_SUCCESS == rc;
+}
+
+int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len)
+{
+    void *value;
+    uint64_t key = ompi_osc_ucxx_proc_key(proc);
+    int rc = OMPI_SUCCESS;
+
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, key, &value)) {
+        ompi_osc_ucxx_addr_t *a = malloc(sizeof(*a) + len);
+        if (NULL == a) {
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+        } else {
+            a->len = len;
+            memcpy(a->addr, addr, len);
+            opal_hash_table_set_value_uint64(&OSC_UCXX.peer_addrs, key, a);
+        }
+    }
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    return rc;
+}
+
+int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
+                                ucp_ep_h *ep)
+{
+    uint64_t key = ompi_osc_ucxx_proc_key(proc);
+    ompi_osc_ucxx_addr_t *addr = NULL;
+    ucp_ep_params_t params;
+    ucs_status_t status;
+    void *value;
+    int rc = OMPI_SUCCESS;
+
+    OPAL_THREAD_LOCK(&worker->lock);
+    if (OPAL_SUCCESS == opal_hash_table_get_value_uint64(&worker->eps, key, &value)) {
+        *ep = (ucp_ep_h) value;
+        OPAL_THREAD_UNLOCK(&worker->lock);
+        return OMPI_SUCCESS;
+    }
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    (void) opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, key, (void **) &addr);
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    if (NULL == addr) {
+        rc = OMPI_ERR_UNREACH;
+        goto out;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = (ucp_address_t *) addr->addr;
+    status = ucp_ep_create(worker->ucp, &params, ep);
+    if (UCS_OK != status) {
+        opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_ep_create",
+                       ucs_status_string(status));
+        rc = OMPI_ERR_UNREACH;
+        goto out;
+    }
+    opal_hash_table_set_value_uint64(&worker->eps, key, *ep);
+out:
+    OPAL_THREAD_UNLOCK(&worker->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Progress */
+
+/* Registered with opal_progress: the main worker serves peers; the calling
+ * thread's worker and any worker with request-based operations in flight
+ * complete our own operations (a request may be waited on by any thread). */
+int ompi_osc_ucxx_progress(void)
+{
+    ompi_osc_ucxx_worker_t *self = ompi_osc_ucxx_tls_worker;
+    int count;
+
+    if (NULL == OSC_UCXX.main_worker) {
+        return 0;
+    }
+    count = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+    if (NULL != self && self != OSC_UCXX.main_worker) {
+        count += ucp_worker_progress(self->ucp);
+    }
+    for (int i = 1; i < OSC_UCXX.num_workers; ++i) {
+        ompi_osc_ucxx_worker_t *w = OSC_UCXX.workers[i];
+        if (w->pending > 0 && w != self) {
+            count += ucp_worker_progress(w->ucp);
+        }
+    }
+    return count;
+}
+
+/* Wait for a UCX request issued on `worker`, progressing it and the rest of
+ * the library (a peer may need us to serve it before it can answer). */
+int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req)
+{
+    ucs_status_t status;
+    int spins = 0;
+
+    if (!UCS_PTR_IS_PTR(req)) {
+        return UCS_PTR_IS_ERR(req) ? OMPI_ERROR : OMPI_SUCCESS;
+    }
+    while (UCS_INPROGRESS == (status = ucp_request_check_status(req))) {
+        ucp_worker_progress(worker->ucp);
+        if (++spins == OSC_UCXX.post_poll_interval) {
+            spins = 0;
+            opal_progress();
+        }
+    }
+    ucp_request_free(req);
+    if (UCS_OK != status) {
+        OSC_UCXX_VERBOSE(1, "UCX operation failed: %s", ucs_status_string(status));
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs the osc/ucxx test suite: every program listed in test/*.list, for each
+# rank count it names, under each UCX transport set, with `--mca osc $OSC`.
+#
+# List line format (test/*.list):   program  NPLIST  [args...]
+#   e.g.  putget  2,4  --iters 100
+# Lines starting with '#' are comments.
+#
+# Environment:
+#   OSC=ucxx            the osc component to force (run the suite against a stock one to check a test)
+#   TRANSPORTS="shm tcp" transport sets: shm = UCX defaults, tcp = UCX_TLS=tcp,self
+#   TESTS=REGEX         run only programs whose name matches
+#   TEST_TIMEOUT=180    seconds per mpirun
+#   MPIRUN_ARGS=...     extra mpirun arguments
+# Prints one PASS/FAIL line per run and the closing line "N passed, N failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bindir=${TEST_BINDIR:-$(pwd)}
+[ -x "$bindir/$(awk '!/^#/ && NF {print $1; exit}' "$here"/*.list 2>/dev/null)" ] || bindir=$here
+OSC=${OSC:-ucxx}
+TRANSPORTS=${TRANSPORTS:-"shm tcp"}
+TESTS=${TESTS:-.}
+TEST_TIMEOUT=${TEST_TIMEOUT:-180}
+logdir=${TEST_LOGDIR:-$bindir/results}
+mkdir -p "$logdir"
+
+root_args=()
+[ "$(id -u)" = 0 ] && root_args=(--allow-run-as-root)
+
+passed=0; failed=0; failures=()
+start=$(date +%s)
+for transport in $TRANSPORTS; do
+    case $transport in
+        shm) tls_env=() ;;
+        tcp) tls_env=(-x UCX_TLS=tcp,self) ;;
+        *) echo "run-tests.sh: unknown transport set '$transport'" >&2; exit 2 ;;
+    esac
+    while read -r prog nps args; do
+        case "$prog" in ''|'#'*) continue ;; esac
+        [[ $prog =~ $TESTS ]] || continue
+        for np in ${nps//,/ }; do
+            name="$prog.np$np.$transport${args:+ $args}"
+            log="$logdir/$prog.np$np.$transport.log"
+            t0=$(date +%s.%N)
+            # shellcheck disable=SC2086
+            timeout -k 10 "$TEST_TIMEOUT" mpirun "${root_args[@]}" --oversubscribe --bind-to none \
+                -np "$np" --mca osc "$OSC" "${tls_env[@]}" ${MPIRUN_ARGS:-} \
+                "$bindir/$prog" $args </dev/null >"$log" 2>&1
+            rc=$?
+            secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+            if [ $rc = 0 ]; then
+                passed=$((passed + 1)); echo "PASS $name (${secs}s)"
+            else
+                failed=$((failed + 1)); failures+=("$name")
+                [ $rc = 124 ] && why="timed out after ${TEST_TIMEOUT}s" || why="exit $rc"
+                echo "FAIL $name ($why, ${secs}s); last lines of $log:"
+                tail -n 15 "$log" | sed 's/^/    /'
+            fi
+        done
+    done < <(cat "$here"/*.list)
+done
+echo "suite time: $(( $(date +%s) - start ))s"
+for f in "${failures[@]}"; do echo "failed: $f"; done
+echo "$passed passed, $failed failed"
+[ $failed = 0 ] && [ $passed -gt 0 ]

@@ -1,0 +1,124 @@
+/* Shared helpers for the osc/ucxx tests: checks that count failures and
+ * a final verdict all ranks agree on. */
+#ifndef OSC_UCXX_TESTUTIL_H
+#define OSC_UCXX_TESTUTIL_H
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int tu_errors = 0;
+
+/* Record a failure with its location; keep going so one run reports many. */
+#define TU_CHECK(cond, ...)                                                  \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            int tu_rank_;                                                    \
+            MPI_Comm_rank(MPI_COMM_WORLD, &tu_rank_);                        \
+            if (tu_errors < 20) {                                            \
+                fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ",       \
+                        tu_rank_, __FILE__, __LINE__, #cond);                \
+                fprintf(stderr, __VA_ARGS__);                                \
+                fprintf(stderr, "\n");                                       \
+            }                                                                \
+            tu_errors++;                                                     \
+        }                                                                    \
+    } while (0)
+
+/* An MPI call that must succeed. */
+#define TU_MPI(call)                                                         \
+    do {                                                                     \
+        int tu_rc_ = (call);                                                 \
+        if (MPI_SUCCESS != tu_rc_) {                                         \
+            char tu_msg_[MPI_MAX_ERROR_STRING];                              \
+            int tu_len_;                                                     \
+            MPI_Error_string(tu_rc_, tu_msg_, &tu_len_);                     \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,    \
+                    #call, tu_msg_);                                         \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                    \
+        }                                                                    \
+    } while (0)
+
+/* Collective verdict: returns the process exit code (0 only if every rank passed). */
+static inline int tu_finish(const char *name)
+{
+    int total = 0, rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&tu_errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == rank) {
+        printf("%s: %s (%d errors)\n", name, total ? "FAILED" : "ok", total);
+    }
+    return total ? 1 : 0;
+}
+
+/* ---- Window flavors --------------------------------------------------------
+ * Tests loop over flavors with tu_win_create(); displacements go through
+ * tu_disp() so the same code works on dynamic windows (absolute addresses). */
+enum { TU_CREATE, TU_ALLOCATE, TU_DYNAMIC, TU_NFLAVORS };
+static const char *tu_flavor_names[] = { "create", "allocate", "dynamic" };
+
+typedef struct {
+    MPI_Win win;
+    void *base;          /* local window memory */
+    MPI_Aint size;       /* bytes */
+    int disp_unit;
+    int flavor;
+    MPI_Aint *remote;    /* dynamic: each rank's base address; NULL otherwise */
+} tu_win_t;
+
+/* Flavors to test: TU_FLAVORS env ("create,allocate,dynamic") or create+allocate. */
+static inline int tu_flavor_enabled(int flavor)
+{
+    const char *env = getenv("TU_FLAVORS");
+    if (NULL == env) return flavor != TU_DYNAMIC;
+    return NULL != strstr(env, tu_flavor_names[flavor]);
+}
+
+static inline void tu_win_create(int flavor, MPI_Aint size, int disp_unit, MPI_Info info,
+                                 MPI_Comm comm, tu_win_t *w)
+{
+    int nprocs;
+    MPI_Comm_size(comm, &nprocs);
+    memset(w, 0, sizeof(*w));
+    w->size = size; w->disp_unit = disp_unit; w->flavor = flavor;
+    switch (flavor) {
+    case TU_CREATE:
+        w->base = calloc(1, size ? size : 1);
+        TU_MPI(MPI_Win_create(size ? w->base : NULL, size, disp_unit, info, comm, &w->win));
+        break;
+    case TU_ALLOCATE:
+        TU_MPI(MPI_Win_allocate(size, disp_unit, info, comm, &w->base, &w->win));
+        memset(w->base, 0, size);
+        break;
+    case TU_DYNAMIC: {
+        MPI_Aint mine;
+        w->base = calloc(1, size ? size : 1);
+        TU_MPI(MPI_Win_create_dynamic(info, comm, &w->win));
+        if (size) TU_MPI(MPI_Win_attach(w->win, w->base, size));
+        MPI_Get_address(w->base, &mine);
+        w->remote = malloc(nprocs * sizeof(MPI_Aint));
+        MPI_Allgather(&mine, 1, MPI_AINT, w->remote, 1, MPI_AINT, comm);
+        break;
+    }
+    }
+    MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
+    MPI_Barrier(comm);
+}
+
+/* Target displacement for element `disp` (in disp units) at `rank`. */
+static inline MPI_Aint tu_disp(const tu_win_t *w, int rank, MPI_Aint disp)
+{
+    if (TU_DYNAMIC == w->flavor) return w->remote[rank] + disp * w->disp_unit;
+    return disp;
+}
+
+static inline void tu_win_free(tu_win_t *w)
+{
+    if (TU_DYNAMIC == w->flavor && w->size) MPI_Win_detach(w->win, w->base);
+    TU_MPI(MPI_Win_free(&w->win));
+    if (TU_ALLOCATE != w->flavor) free(w->base);
+    free(w->remote);
+}
+
+#endif
