@@ -46,6 +46,10 @@ AC_DEFUN([OSC_UCXX_CHECK_OMPI], [
     AC_MSG_RESULT([$OMPI_VERSION_STRING])
     AS_IF([test "$ompi_major" != 4 || test "$ompi_minor" != 1],
           [AC_MSG_ERROR([osc/ucxx needs Open MPI 4.1.x (found $OMPI_VERSION_STRING): the osc framework interface differs in other series])])
+    dnl Our stand-in for ompi/mpi/fortran/base/fint_2_int.h casts MPI_Fint to int.
+    AC_COMPUTE_INT([ompi_fint_size], [sizeof(MPI_Fint)], [#include <mpi.h>], [ompi_fint_size=0])
+    AS_IF([test "$ompi_fint_size" != 4],
+          [AC_MSG_ERROR([MPI_Fint is $ompi_fint_size bytes, not 4: config/compat/ompi/mpi/fortran/base/fint_2_int.h needs the real conversions])])
     CPPFLAGS=$osc_ucxx_save_CPPFLAGS
 
     dnl Every library the component uses, for -no-undefined linking.

@@ -10,8 +10,9 @@
  *    (alternating with lock_all), also in two halves separated by a flush.
  *    Every record read must be consistent (all words derived from word 0) and
  *    versions must never go backwards; readers stop after seeing the last
- *    version.  Readers pause between reads without holding the lock: MPI
- *    does not promise that a writer is not starved by a stream of readers. */
+ *    version.  Readers pause between reads without holding the lock (MPI
+ *    does not promise that a writer is not starved by a stream of readers),
+ *    calling MPI_Iprobe meanwhile for implementations that need target progress. */
 #include "testutil.h"
 #include <stdint.h>
 #include <unistd.h>
@@ -78,6 +79,17 @@ static void counter(tu_win_t *w, int host, int N)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Wait `secs` without holding any lock, polling MPI for progress. */
+static void pause_progress(double secs)
+{
+    double end = MPI_Wtime() + secs;
+    int flag;
+    while (MPI_Wtime() < end) {
+        MPI_Iprobe(MPI_ANY_SOURCE, 4242, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        usleep(20);
+    }
+}
+
 static void readers_writer(tu_win_t *w, int N)
 {
     const int host = 0, writer = nprocs - 1, half = RECW / 2;
@@ -121,9 +133,11 @@ static void readers_writer(tu_win_t *w, int N)
             if (use_all) TU_MPI(MPI_Win_unlock_all(w->win));
             else TU_MPI(MPI_Win_unlock(host, w->win));
             reads++;
-            /* leave the writer gaps (MPI locks need not be fair to writers);
-             * back off further while the version does not move */
-            usleep(500 * (1 + (stale < 640 ? stale / 10 : 64)));
+            /* leave the writer gaps (MPI locks need not be fair to writers),
+             * longer while the version does not move; keep calling MPI so that
+             * implementations needing target-side progress (the host is a
+             * reader too) still serve the writer's lock requests */
+            pause_progress(0.0005 * (1 + (stale < 640 ? stale / 10 : 64)));
             /* version = the v with word(v, 0) == rec[0] */
             uint64_t v;
             for (v = 0; v <= (uint64_t) N; v++) if (word(v, 0) == rec[0]) break;

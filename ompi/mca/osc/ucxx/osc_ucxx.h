@@ -114,6 +114,7 @@ ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
 int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                                 ucp_ep_h *ep);
 int ompi_osc_ucxx_progress(void);
+int ompi_osc_ucxx_am_drain(void);
 int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req);
 bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc);
 int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len);
@@ -143,6 +144,7 @@ static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
  * processes for different reasons. */
 #define OSC_UCXX_STATE_LOCK      0    /* passive-target lock word */
 #define OSC_UCXX_STATE_COMPLETE  64   /* PSCW: completed access epochs */
+#define OSC_UCXX_STATE_ACC_LOCKS 128  /* 32 accumulate stripe locks, 64 bytes apart */
 #define OSC_UCXX_STATE_SIZE      4096
 
 /* Lock word: readers count in the low 32 bits, a writer sets bit 32. */
@@ -225,6 +227,8 @@ typedef struct ompi_osc_ucxx_module_t {
     bool no_locks;
     bool same_size;
     bool same_disp_unit;
+    bool acc_ordered;        /* accumulate_ordering is not "none" */
+    volatile int32_t am_outstanding;  /* accumulates sent as active messages, not acked */
 
     /* Epochs.  The flags are read without the lock on the fast path.
      * sync_lock guards short updates (lock list, links) and is never held
@@ -311,6 +315,7 @@ static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
 {
     if (module->serve) {
         ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+        ompi_osc_ucxx_am_drain();
     }
 }
 
@@ -409,9 +414,32 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target);
 int ompi_osc_ucxx_lock_all_acquire(ompi_osc_ucxx_module_t *module, int target);
 
 /* Active messages (osc_ucxx_am.c) */
-#define OSC_UCXX_AM_POST 1
+typedef struct {
+    uint32_t cid;      /* window communicator's context id */
+    int32_t from;      /* sender's rank in the window */
+} ompi_osc_ucxx_am_hdr_t;
+
+#define OSC_UCXX_AM_POST       1   /* MPI_Win_post notification */
+#define OSC_UCXX_AM_ACC        2   /* accumulate-family operation for the target */
+#define OSC_UCXX_AM_ACC_REPLY  3   /* its acknowledgement, with old values if fetching */
+#define OSC_UCXX_AM_MAX        4   /* ids registered with UCX are below this */
+#define OSC_UCXX_AM_SEND       4   /* queue only: a message to send outside a callback */
+#define OSC_UCXX_AM_KINDS      5
+
+/* Handle a message (header first in buf).  `deferred`: running from the
+ * queue, outside UCX callbacks.  OMPI_ERR_WOULD_BLOCK: queue it, retry later. */
+typedef int (*ompi_osc_ucxx_am_handler_fn_t)(ompi_osc_ucxx_module_t *module, int from,
+                                             void *buf, size_t len, bool deferred);
 int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker);
+void ompi_osc_ucxx_am_fini(void);
+void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handler_fn_t fn);
+int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
+                           const void *data, size_t len);
+int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                          int target, unsigned id, void *buf, size_t hlen, size_t len);
+int ompi_osc_ucxx_am_drain(void);
 int ompi_osc_ucxx_am_send_post(ompi_osc_ucxx_module_t *module, int target);
+void ompi_osc_ucxx_acc_am_init(void);
 
 END_C_DECLS
 

@@ -51,33 +51,24 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
     return rc;
 }
 
-/* Ranks of `group` in the window's communicator. */
+/* Ranks of `group` in the window's communicator (malloc'ed), or -1. */
 static int group_ranks(ompi_osc_ucxx_module_t *module, ompi_group_t *group, int **ranks)
 {
     int n = ompi_group_size(group);
-    int *in = malloc((n + 1) * sizeof(int));
-    int rc;
+    int *in = calloc(n + 1, sizeof(int));
+    int *out = calloc(n + 1, sizeof(int));
+    bool ok = (NULL != in && NULL != out);
 
-    *ranks = malloc((n + 1) * sizeof(int));
-    if (NULL == in || NULL == *ranks) {
-        free(in);
-        free(*ranks);
-        *ranks = NULL;
-        return -1;
-    }
-    for (int i = 0; i < n; ++i) in[i] = i;
-    rc = ompi_group_translate_ranks(group, n, in, module->comm->c_local_group, *ranks);
+    for (int i = 0; ok && i < n; ++i) in[i] = i;
+    ok = ok && OMPI_SUCCESS == ompi_group_translate_ranks(group, n, in,
+                                                          module->comm->c_local_group, out);
+    for (int i = 0; ok && i < n; ++i) ok = (MPI_UNDEFINED != out[i]);
     free(in);
-    if (OMPI_SUCCESS != rc) {
-        free(*ranks);
+    if (!ok) {
+        free(out);
         return -1;
     }
-    for (int i = 0; i < n; ++i) {
-        if (MPI_UNDEFINED == (*ranks)[i]) {
-            free(*ranks);
-            return -1;
-        }
-    }
+    *ranks = out;
     return n;
 }
 

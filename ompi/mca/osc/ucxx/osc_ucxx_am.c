@@ -2,72 +2,250 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * Active messages (UCP AM).  Messages name their window by the window
- * communicator's context id.  Handlers run inside ucp_worker_progress, so they
- * only record what arrived: they never issue UCX operations or progress.
+ * Active messages (UCP AM): the path for what RDMA cannot carry.
+ *
+ * Messages name their window by the window communicator's context id.
+ * Handlers run inside ucp_worker_progress, so they never issue UCX
+ * operations, never progress, and never wait: what needs any of that (a reply,
+ * work blocked on a busy lock) goes on a queue that ompi_osc_ucxx_am_drain
+ * works off from the component's progress function, outside any callback.
+ * All messages are sent eagerly (chunked by the sender), so a handler always
+ * has the whole payload in hand.
  */
 
 #include "ompi_config.h"
 
+#include "opal/class/opal_list.h"
+
 #include "osc_ucxx.h"
 
+/* Deferred work: a copy of a message or a reply to send. */
 typedef struct {
+    opal_list_item_t super;
+    int kind;          /* OSC_UCXX_AM_* */
     uint32_t cid;
-    int32_t from;      /* sender's rank in the window */
-} am_post_hdr_t;
+    int peer;          /* rank in the window: sender of the message, or reply target */
+    size_t len;
+    char data[];
+} am_work_t;
+static OBJ_CLASS_INSTANCE(am_work_t, opal_list_item_t, NULL, NULL);
 
-static ucs_status_t am_post_handler(void *arg, const void *header, size_t header_length,
-                                    void *data, size_t length,
-                                    const ucp_am_recv_param_t *param)
+static opal_list_t am_queue;
+static opal_mutex_t am_queue_lock;
+static volatile int32_t am_queued = 0;
+static ompi_osc_ucxx_am_handler_fn_t am_handlers[OSC_UCXX_AM_KINDS];
+
+/* ------------------------------------------------------------------------- */
+/* Queue */
+
+int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
+                           const void *data, size_t len)
 {
-    const am_post_hdr_t *hdr = (const am_post_hdr_t *) header;
+    am_work_t *work = malloc(sizeof(*work) + len);
+    if (NULL == work) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    OBJ_CONSTRUCT(work, am_work_t);
+    work->kind = kind;
+    work->cid = module->cid;
+    work->peer = peer;
+    work->len = len;
+    memcpy(work->data, data, len);
+    OPAL_THREAD_LOCK(&am_queue_lock);
+    opal_list_append(&am_queue, &work->super);
+    OPAL_THREAD_UNLOCK(&am_queue_lock);
+    OPAL_THREAD_ADD_FETCH32(&am_queued, 1);
+    return OMPI_SUCCESS;
+}
+
+static void send_done(void *request, ucs_status_t status, void *user_data)
+{
+    free(user_data);
+    ucp_request_free(request);
+}
+
+/* Send `buf` (len bytes, malloc'ed, freed once sent) to `target` of the
+ * window on `worker`.  The first hlen bytes are the AM header. */
+int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                          int target, unsigned id, void *buf, size_t hlen, size_t len)
+{
+    ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_link(module, worker, target);
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    if (NULL == link) {
+        free(buf);
+        return OMPI_ERR_UNREACH;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
+    param.cb.send = send_done;
+    param.user_data = buf;
+    sp = ucp_am_send_nbx(link->ep, id, buf, hlen, (char *) buf + hlen, len - hlen, &param);
+    if (NULL == sp) {
+        free(buf);
+    } else if (UCS_PTR_IS_ERR(sp)) {
+        free(buf);
+        OSC_UCXX_VERBOSE(1, "ucp_am_send_nbx failed: %s", ucs_status_string(UCS_PTR_STATUS(sp)));
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Work off the queue: outside any UCX callback, from our progress. */
+int ompi_osc_ucxx_am_drain(void)
+{
+    opal_list_t retry;
+    am_work_t *work;
+    int done = 0;
+
+    if (0 == am_queued) {
+        return 0;
+    }
+    OBJ_CONSTRUCT(&retry, opal_list_t);
+    for (;;) {
+        OPAL_THREAD_LOCK(&am_queue_lock);
+        work = (am_work_t *) opal_list_remove_first(&am_queue);
+        OPAL_THREAD_UNLOCK(&am_queue_lock);
+        if (NULL == work) break;
+        ompi_osc_ucxx_module_t *module = ompi_osc_ucxx_window_lookup(work->cid);
+        int rc = OMPI_SUCCESS;
+        if (NULL != module && NULL != am_handlers[work->kind]) {
+            rc = am_handlers[work->kind](module, work->peer, work->data, work->len, true);
+        }
+        if (OMPI_ERR_WOULD_BLOCK == rc) {
+            opal_list_append(&retry, &work->super);  /* still blocked: next time */
+            continue;
+        }
+        OPAL_THREAD_ADD_FETCH32(&am_queued, -1);
+        OBJ_DESTRUCT(work);
+        free(work);
+        done++;
+    }
+    if (!opal_list_is_empty(&retry)) {
+        OPAL_THREAD_LOCK(&am_queue_lock);
+        opal_list_join(&am_queue, opal_list_get_begin(&am_queue), &retry);
+        OPAL_THREAD_UNLOCK(&am_queue_lock);
+    }
+    OBJ_DESTRUCT(&retry);
+    return done;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Receive side */
+
+/* The window and sender a message names; NULL if the window is gone. */
+static ompi_osc_ucxx_module_t *am_window(const void *header, size_t header_length,
+                                         int *from)
+{
+    const ompi_osc_ucxx_am_hdr_t *hdr = (const ompi_osc_ucxx_am_hdr_t *) header;
     ompi_osc_ucxx_module_t *module;
 
     if (header_length < sizeof(*hdr)) {
-        return UCS_OK;
+        return NULL;
     }
     module = ompi_osc_ucxx_window_lookup(hdr->cid);
-    if (NULL == module) {
-        OSC_UCXX_VERBOSE(1, "post for unknown window %u from %d dropped", hdr->cid, hdr->from);
+    if (NULL == module || hdr->from < 0 || hdr->from >= module->size) {
+        OSC_UCXX_VERBOSE(1, "active message for unknown window %u dropped", hdr->cid);
+        return NULL;
+    }
+    *from = hdr->from;
+    return module;
+}
+
+/* Every message kind arrives here: header and payload are handed to the
+ * kind's handler as one buffer (header first). */
+static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_length,
+                                void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    int kind = (int) (uintptr_t) arg, from, rc;
+    ompi_osc_ucxx_module_t *module = am_window(header, header_length, &from);
+    char stack[512], *buf = stack;
+
+    if (NULL == module || NULL == am_handlers[kind]) {
         return UCS_OK;
     }
-    ompi_osc_ucxx_post_arrived(module, hdr->from);
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        /* Never sent that way (we force eager); refuse rather than block. */
+        OSC_UCXX_VERBOSE(1, "unexpected rendezvous active message dropped");
+        return UCS_OK;
+    }
+    if (header_length + length > sizeof(stack)) {
+        buf = malloc(header_length + length);
+        if (NULL == buf) return UCS_OK;
+    }
+    memcpy(buf, header, header_length);
+    memcpy(buf + header_length, data, length);
+    rc = am_handlers[kind](module, from, buf, header_length + length, false);
+    if (OMPI_ERR_WOULD_BLOCK == rc) {
+        ompi_osc_ucxx_am_defer(kind, module, from, buf, header_length + length);
+    }
+    if (buf != stack) free(buf);
     return UCS_OK;
+}
+
+void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handler_fn_t fn)
+{
+    am_handlers[kind] = fn;
+}
+
+static int post_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size_t len,
+                        bool deferred)
+{
+    ompi_osc_ucxx_post_arrived(module, from);
+    return OMPI_SUCCESS;
 }
 
 int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker)
 {
     ucp_am_handler_param_t param;
 
-    memset(&param, 0, sizeof(param));
-    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    param.id = OSC_UCXX_AM_POST;
-    param.cb = am_post_handler;
-    param.arg = worker;
-    return UCS_OK == ucp_worker_set_am_recv_handler(worker->ucp, &param) ? OMPI_SUCCESS
-                                                                         : OMPI_ERROR;
+    if (NULL == am_handlers[OSC_UCXX_AM_POST]) {
+        OBJ_CONSTRUCT(&am_queue, opal_list_t);
+        OBJ_CONSTRUCT(&am_queue_lock, opal_mutex_t);
+        am_handlers[OSC_UCXX_AM_POST] = post_handler;
+        ompi_osc_ucxx_acc_am_init();
+    }
+    for (int kind = 1; kind < OSC_UCXX_AM_MAX; ++kind) {
+        memset(&param, 0, sizeof(param));
+        param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                           UCP_AM_HANDLER_PARAM_FIELD_ARG;
+        param.id = kind;
+        param.cb = am_dispatch;
+        param.arg = (void *) (uintptr_t) kind;
+        if (UCS_OK != ucp_worker_set_am_recv_handler(worker->ucp, &param)) {
+            return OMPI_ERROR;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_ucxx_am_fini(void)
+{
+    if (NULL != am_handlers[OSC_UCXX_AM_POST]) {
+        OPAL_LIST_DESTRUCT(&am_queue);
+        OBJ_DESTRUCT(&am_queue_lock);
+        memset(am_handlers, 0, sizeof(am_handlers));
+        am_queued = 0;
+    }
 }
 
 /* Tell `target` that this process exposes the window to it (MPI_Win_post). */
 int ompi_osc_ucxx_am_send_post(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
-    ompi_osc_ucxx_link_t *link;
-    am_post_hdr_t hdr = {.cid = module->cid, .from = module->rank};
-    ucp_request_param_t param;
+    ompi_osc_ucxx_am_hdr_t *hdr;
 
     if (target == module->rank) {
         ompi_osc_ucxx_post_arrived(module, target);
         return OMPI_SUCCESS;
     }
-    link = (NULL != worker) ? ompi_osc_ucxx_link(module, worker, target) : NULL;
-    if (NULL == link) {
-        return OMPI_ERR_UNREACH;
+    if (NULL == worker || NULL == (hdr = malloc(sizeof(*hdr)))) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_AM_SEND_FLAG_EAGER;
-    /* The header lives on our stack: wait for local completion. */
-    return ompi_osc_ucxx_wait_request(worker, ucp_am_send_nbx(link->ep, OSC_UCXX_AM_POST, &hdr,
-                                                              sizeof(hdr), NULL, 0, &param));
+    hdr->cid = module->cid;
+    hdr->from = module->rank;
+    return ompi_osc_ucxx_am_send(module, worker, target, OSC_UCXX_AM_POST, hdr, sizeof(*hdr),
+                                 sizeof(*hdr));
 }

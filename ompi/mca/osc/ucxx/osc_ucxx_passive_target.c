@@ -146,6 +146,10 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target)
         if (OMPI_SUCCESS != r) set.rc = r;
     }
     if (set.items != set.stack) free(set.items);
+    /* Accumulates carried by active messages are complete when acknowledged. */
+    while (module->am_outstanding > 0) {
+        opal_progress();
+    }
     /* Stores through direct mappings are complete once they are visible. */
     opal_atomic_mb();
     return set.rc;

@@ -85,6 +85,22 @@ static char *info_same_disp_unit(opal_infosubscriber_t *obj, char *key, char *va
     return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->same_disp_unit ? "true" : "false";
 }
 
+static char *info_acc_ordering(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE((struct ompi_win_t *) obj);
+    module->acc_ordered = (NULL == value || 0 != strcmp(value, "none"));
+    return module->acc_ordered ? "rar,raw,war,waw" : "none";
+}
+
+/* Accepted and reported; every op is correct whatever is promised. */
+static char *info_acc_ops(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    if (NULL != value && (0 == strcmp(value, "same_op") || 0 == strcmp(value, "same_op_no_op"))) {
+        return value;
+    }
+    return "same_op_no_op";
+}
+
 static bool info_flag(struct opal_info_t *info, const char *key)
 {
     bool value = false;
@@ -101,6 +117,9 @@ static void subscribe_info(struct ompi_win_t *win)
     opal_infosubscribe_subscribe(&win->super, "no_locks", "false", info_no_locks);
     opal_infosubscribe_subscribe(&win->super, "same_size", "false", info_same_size);
     opal_infosubscribe_subscribe(&win->super, "same_disp_unit", "false", info_same_disp_unit);
+    opal_infosubscribe_subscribe(&win->super, "accumulate_ordering", "rar,raw,war,waw",
+                                 info_acc_ordering);
+    opal_infosubscribe_subscribe(&win->super, "accumulate_ops", "same_op_no_op", info_acc_ops);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -345,6 +364,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->len = size;
     module->same_size = info_flag(info, "same_size");
     module->same_disp_unit = info_flag(info, "same_disp_unit");
+    module->acc_ordered = true;
 
     rc = ompi_comm_dup(comm, &module->comm);
     if (OMPI_SUCCESS != rc) {

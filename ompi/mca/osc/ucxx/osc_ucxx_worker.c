@@ -131,6 +131,7 @@ void ompi_osc_ucxx_context_fini(void)
     }
     opal_hash_table_remove_all(&OSC_UCXX.peer_addrs);
 
+    ompi_osc_ucxx_am_fini();
     ucp_cleanup(OSC_UCXX.context);
     OSC_UCXX.context = NULL;
 }
@@ -330,6 +331,7 @@ int ompi_osc_ucxx_progress(void)
         return 0;
     }
     count = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+    count += ompi_osc_ucxx_am_drain();
     if (NULL != self && self != OSC_UCXX.main_worker) {
         count += ucp_worker_progress(self->ucp);
     }

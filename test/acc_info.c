@@ -1,0 +1,119 @@
+/* acc_info: accumulate-related info keys reported by MPI_Win_get_info.
+ *
+ *  - no info at creation: accumulate_ordering is "rar,raw,war,waw" and
+ *    accumulate_ops is "same_op_no_op" (the MPI-3.1 defaults, 11.2.1);
+ *  - accumulate_ordering=none at creation: reported as "none";
+ *  - accumulate_ops=same_op at creation: reported as "same_op";
+ *  - accumulate_ordering=waw (a subset) at creation: reported as "waw";
+ *  - on each window, accumulates still give the right values (with "none",
+ *    after a flush): every rank adds to all ranks' counters with MPI_SUM.
+ *
+ * EXPECTED TO FAIL on the stock components of Open MPI 4.1.4: its
+ * MPI_Win_get_info only returns keys the user set at creation, so the
+ * default values are not reported.
+ */
+#include "testutil.h"
+#include <stdint.h>
+
+static int me, nprocs;
+
+static void check_key(MPI_Win win, const char *key, const char *expected, const char *what)
+{
+    MPI_Info info;
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag = 0, rc;
+    rc = MPI_Win_get_info(win, &info);
+    TU_CHECK(MPI_SUCCESS == rc, "%s: MPI_Win_get_info failed", what);
+    if (MPI_SUCCESS != rc) return;
+    MPI_Info_get(info, key, MPI_MAX_INFO_VAL, value, &flag);
+    TU_CHECK(flag, "%s: key %s not reported", what, key);
+    if (flag) TU_CHECK(0 == strcmp(value, expected), "%s: %s = \"%s\", expected \"%s\"", what, key, value, expected);
+    MPI_Info_free(&info);
+}
+
+/* all ranks add (rank+1) to slot 0 and 1 of every rank, twice, flushing in between */
+static void use_window(tu_win_t *w, const char *what)
+{
+    int t;
+    int64_t v = me + 1, expected = 2 * (int64_t)nprocs * (nprocs + 1) / 2;
+    int64_t *base = w->base;
+    TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, w->win));
+    base[0] = base[1] = 0;
+    TU_MPI(MPI_Win_unlock(me, w->win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_lock_all(0, w->win));
+    for (t = 0; t < nprocs; t++) {
+        TU_MPI(MPI_Accumulate(&v, 1, MPI_INT64_T, t, tu_disp(w, t, 0), 1, MPI_INT64_T, MPI_SUM, w->win));
+        TU_MPI(MPI_Accumulate(&v, 1, MPI_INT64_T, t, tu_disp(w, t, 1), 1, MPI_INT64_T, MPI_SUM, w->win));
+    }
+    TU_MPI(MPI_Win_flush_all(w->win));
+    for (t = 0; t < nprocs; t++) {
+        int64_t r = -1;
+        TU_MPI(MPI_Fetch_and_op(&v, &r, MPI_INT64_T, t, tu_disp(w, t, 0), MPI_SUM, w->win));
+        TU_MPI(MPI_Accumulate(&v, 1, MPI_INT64_T, t, tu_disp(w, t, 1), 1, MPI_INT64_T, MPI_SUM, w->win));
+        TU_MPI(MPI_Win_flush(t, w->win));
+        TU_CHECK(r >= v * 1 && r <= expected - v, "%s: fetched %lld outside [%lld, %lld]", what, (long long)r,
+                 (long long)v, (long long)(expected - v));
+    }
+    TU_MPI(MPI_Win_unlock_all(w->win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w->win));
+    TU_CHECK(base[0] == expected && base[1] == expected, "%s: counters %lld %lld, expected %lld", what,
+             (long long)base[0], (long long)base[1], (long long)expected);
+    TU_MPI(MPI_Win_unlock(me, w->win));
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv)
+{
+    int flavor, rc;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+
+    for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
+        tu_win_t w;
+        MPI_Info info;
+        char what[96];
+        if (!tu_flavor_enabled(flavor)) continue;
+
+        snprintf(what, sizeof(what), "%s, no info", tu_flavor_names[flavor]);
+        tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+        check_key(w.win, "accumulate_ordering", "rar,raw,war,waw", what);
+        check_key(w.win, "accumulate_ops", "same_op_no_op", what);
+        use_window(&w, what);
+        tu_win_free(&w);
+
+        snprintf(what, sizeof(what), "%s, accumulate_ordering=none", tu_flavor_names[flavor]);
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "accumulate_ordering", "none");
+        tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
+        MPI_Info_free(&info);
+        check_key(w.win, "accumulate_ordering", "none", what);
+        check_key(w.win, "accumulate_ops", "same_op_no_op", what);
+        use_window(&w, what);
+        tu_win_free(&w);
+
+        snprintf(what, sizeof(what), "%s, accumulate_ops=same_op", tu_flavor_names[flavor]);
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "accumulate_ops", "same_op");
+        tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
+        MPI_Info_free(&info);
+        check_key(w.win, "accumulate_ops", "same_op", what);
+        check_key(w.win, "accumulate_ordering", "rar,raw,war,waw", what);
+        use_window(&w, what);
+        tu_win_free(&w);
+
+        snprintf(what, sizeof(what), "%s, accumulate_ordering=waw", tu_flavor_names[flavor]);
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "accumulate_ordering", "waw");
+        tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
+        MPI_Info_free(&info);
+        check_key(w.win, "accumulate_ordering", "waw", what);
+        use_window(&w, what);
+        tu_win_free(&w);
+    }
+    rc = tu_finish("acc_info");
+    MPI_Finalize();
+    return rc;
+}
