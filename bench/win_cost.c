@@ -50,11 +50,7 @@ int main(int argc, char **argv)
 
     /* the first window, separately */
     MPI_Barrier(MPI_COMM_WORLD);
-    rc = bench_win_create(&first, o.min_size, o.flavor, MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) {
-        bench_exit_na("cannot create a '%s' window with this osc component",
-                      bench_flavor_names[o.flavor]);
-    }
+    bench_win_create_or_na(&first, o.min_size, o.flavor, MPI_COMM_WORLD);
     local[0] = first.create_s;
     MPI_Barrier(MPI_COMM_WORLD);
     bench_win_free(&first);

@@ -13,8 +13,10 @@
  *    all covering the same locations at the same time; the final array must
  *    equal the sum of all contributions, computed locally.
  *
- * Environment: ACC_ITERS (default 10000; 500 when UCX_TLS selects tcp),
- * ACC_MIX_ITERS (default 200; 100 with tcp).
+ * Environment: ACC_ITERS (default 10000; 2000 when UCX_TLS selects tcp, where
+ * every atomic is emulated), ACC_MIX_ITERS (default 200).
+ *
+ * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
  */
 #include "testutil.h"
 #include <stdint.h>
@@ -164,15 +166,28 @@ static void mix_test(int flavor, int me, int nprocs, int iters)
     free(bufs);
 }
 
+/* "--no-direct": make osc/ucxx use UCX RMA/AMO calls even where it could
+ * load/store peer memory directly (MCA osc_ucxx_direct=0); other components
+ * ignore the variable */
+static void parse_args(int argc, char **argv)
+{
+    int i;
+    for (i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int me, nprocs, flavor, rc;
     int iters, mix_iters;
+    parse_args(argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    iters = env_int("ACC_ITERS", slow_transport() ? 500 : 10000);
-    mix_iters = env_int("ACC_MIX_ITERS", slow_transport() ? 100 : 200);
+    iters = env_int("ACC_ITERS", slow_transport() ? 2000 : 10000);
+    mix_iters = env_int("ACC_MIX_ITERS", 200);
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_enabled(flavor)) continue;

@@ -11,7 +11,9 @@
  * nprocs*ITERS (any lost update means two ranks were inside at once, or a
  * flushed put/get was not complete).
  *
- * Environment: ACC_LOCK_ITERS (default 300; 50 when UCX_TLS selects tcp).
+ * Environment: ACC_LOCK_ITERS (default 300).
+ *
+ * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
  */
 #include "testutil.h"
 #include <sched.h>
@@ -25,20 +27,27 @@ static int env_int(const char *name, int def)
     return (v && *v) ? atoi(v) : def;
 }
 
-static int slow_transport(void)
+/* "--no-direct": make osc/ucxx use UCX RMA/AMO calls even where it could
+ * load/store peer memory directly (MCA osc_ucxx_direct=0); other components
+ * ignore the variable */
+static void parse_args(int argc, char **argv)
 {
-    const char *tls = getenv("UCX_TLS");
-    return tls && strstr(tls, "tcp");
+    int i;
+    for (i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
+    }
 }
 
 int main(int argc, char **argv)
 {
     int me, nprocs, flavor, rc, i;
     int iters;
+    parse_args(argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    iters = env_int("ACC_LOCK_ITERS", slow_transport() ? 50 : 300);
+    iters = env_int("ACC_LOCK_ITERS", 300);
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         tu_win_t w;

@@ -24,6 +24,8 @@
  *
  * Environment: ACC_BIGCOUNT (1000), ACC_FULL=1 (big count for every type),
  * ACC_PHASES (substring list, e.g. "acc,fop"; default all).
+ *
+ * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
  */
 #include "testutil.h"
 #include <complex.h>
@@ -874,6 +876,18 @@ static int phase_selected(const char *list, const char *name)
     return 0;
 }
 
+/* "--no-direct": make osc/ucxx use UCX RMA/AMO calls even where it could
+ * load/store peer memory directly (MCA osc_ucxx_direct=0); other components
+ * ignore the variable */
+static void parse_args(int argc, char **argv)
+{
+    int i;
+    for (i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int me, nprocs, flavor, phase, ci, i;
@@ -882,6 +896,7 @@ int main(int argc, char **argv)
     const char *phases = getenv("ACC_PHASES");
     char *obuf, *rbuf;
 
+    parse_args(argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);

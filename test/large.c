@@ -1,6 +1,6 @@
 /* Large transfers (>= 4 MiB) with MPI_Put / MPI_Get, verified byte for byte
  * against a pattern that depends on the origin rank, the case and the index.
- * Cases (each on every flavor; the window is 16 MiB + 64 B on every rank):
+ * Cases (each on every flavor; the window is 12 MiB + 64 B on every rank):
  *   4 MiB put (MPI_BYTE) under an exclusive lock,
  *   6 MiB + 13 B put at an odd displacement under fence,
  *   two 4 MiB puts in one lock_all epoch, to the next and the previous rank,
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define MiB (1024 * 1024)
-#define WIN_BYTES (16 * MiB + 64)
+#define WIN_BYTES (12 * MiB + 64)
 #define SENT 0x5A
 
 static inline uint8_t pat(uint32_t seed, size_t i)

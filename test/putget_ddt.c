@@ -4,7 +4,7 @@
  * signature (n ints).  Each datatype is built twice: as an MPI datatype and,
  * independently, as the explicit list of int offsets its type map visits in
  * order; the expected data are computed from those lists only.  Cases:
- *   vector on origin / on target / on both, a vector with 20000 one-int blocks,
+ *   vector on origin / on target / on both, a vector with 4000 one-int blocks,
  *   indexed with decreasing displacements (type-map order != address order),
  *   hindexed starting at byte 20 (true_lb != 0) resized to a larger extent
  *   and used with count > 1, a resized type with negative lb,
@@ -359,17 +359,17 @@ int main(int argc, char **argv)
     int seed = 1;
     MPI_Init(&argc, &argv);
 
-    tmap_t contig192, contig20000, contig10, contig192b, vec_o, vec_t, vec_a, vec_b,
+    tmap_t contig192, contig4000, contig10, contig192b, vec_o, vec_t, vec_a, vec_b,
            many, revidx, hres, hres2, neglb, contig14;
     tm_contig(&contig192, 192);
     tm_contig(&contig192b, 192);
-    tm_contig(&contig20000, 20000);
+    tm_contig(&contig4000, 4000);
     tm_contig(&contig10, 10);
     tm_contig(&contig14, 14);
     tm_vector(&vec_o, 64, 3, 7);       /* 192 ints */
     tm_vector(&vec_t, 48, 4, 9);       /* 192 ints */
     tm_vector(&vec_a, 32, 6, 11);      /* 192 ints */
-    tm_vector(&many, 20000, 1, 2);     /* 20000 one-int blocks */
+    tm_vector(&many, 4000, 1, 3);      /* 4000 one-int blocks */
     tm_indexed_reverse(&revidx);       /* 10 ints */
     tm_hindexed_resized(&hres, 5);     /* 30 ints */
     tm_hindexed_resized(&hres2, 5);
@@ -380,8 +380,8 @@ int main(int argc, char **argv)
         { "vector origin", &vec_o, 0, &contig192, 5 },
         { "vector target", &contig192, 0, &vec_t, 3 },
         { "vector both", &vec_o, 1, &vec_a, 7 },
-        { "many blocks target", &contig20000, 0, &many, 1 },
-        { "many blocks origin", &many, 0, &contig20000, 0 },
+        { "many blocks target", &contig4000, 0, &many, 1 },
+        { "many blocks origin", &many, 0, &contig4000, 0 },
         { "indexed reverse order", &revidx, 2, &contig10, 9 },
         { "indexed reverse both", &revidx, 0, &revidx, 0 },
         { "hindexed true_lb!=0 target", &vec_b, 0, &hres, 11 },
@@ -408,7 +408,7 @@ int main(int argc, char **argv)
         run_zero_size(flavor, seed++);
     }
 
-    tmap_t *all[] = { &contig192, &contig192b, &contig20000, &contig10, &contig14, &vec_o,
+    tmap_t *all[] = { &contig192, &contig192b, &contig4000, &contig10, &contig14, &vec_o,
                       &vec_t, &vec_a, &many, &revidx, &hres, &hres2, &neglb, &vec_b };
     for (int i = 0; i < (int) (sizeof(all) / sizeof(all[0])); i++) tm_free(all[i]);
 

@@ -61,6 +61,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool use_direct;          /* load/store/CPU atomics through ucp_rkey_ptr */
     bool per_thread_workers;  /* one worker per thread under MPI_THREAD_MULTIPLE */
     int post_poll_interval;   /* wait loops: ucp progress calls per opal_progress */
+    int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
 
     int output;               /* opal_output stream for verbose diagnostics */
     bool enable_mpi_threads;
@@ -173,7 +174,11 @@ typedef struct ompi_osc_ucxx_link_t {
     ucp_ep_h ep;
     ucp_rkey_h data_rkey;
     ucp_rkey_h state_rkey;
-    volatile bool dirty;     /* UCX operations issued since the last flush */
+    /* UCX operations issued on the link, and how many of them a completed
+     * flush covered: a flush may skip the link only when they are equal
+     * (another thread's flush in progress does not count). */
+    volatile int64_t issued;
+    volatile int64_t flushed;
 } ompi_osc_ucxx_link_t;
 
 /* Per-worker link arrays of one window, indexed by worker index.  Grows by
@@ -283,8 +288,8 @@ static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *m
 static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
                                             ompi_osc_ucxx_link_t *link, int target)
 {
-    link->dirty = true;
-    link[module->size - target].dirty = true;
+    OPAL_THREAD_ADD_FETCH64(&link->issued, 1);
+    OPAL_THREAD_ADD_FETCH64(&link[module->size - target].issued, 1);
 }
 
 /* The peer's window memory mapped into ours, or NULL.  Resolved once per

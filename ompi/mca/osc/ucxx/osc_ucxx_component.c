@@ -83,6 +83,14 @@ static int component_register(void)
         "between calls to opal_progress (which serves the rest of the library)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &OSC_UCXX.post_poll_interval);
+    OSC_UCXX.max_rails = 1;
+    (void) mca_base_component_var_register(c, "max_rails",
+        "Network devices one endpoint may spread over (UCX_MAX_RNDV_RAILS of the component's "
+        "UCX context; 0 keeps UCX's default). 1 avoids a UCX 1.13 connection-setup failure "
+        "over several TCP devices; an explicit UCX_MAX_RNDV_RAILS in the environment wins",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &OSC_UCXX.max_rails);
+
     if (OSC_UCXX.post_poll_interval < 1) {
         OSC_UCXX.post_poll_interval = 1;
     }

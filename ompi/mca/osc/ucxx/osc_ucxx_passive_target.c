@@ -81,6 +81,8 @@ static int lock_release(ompi_osc_ucxx_module_t *module, int target, int type)
 typedef struct {
     ompi_osc_ucxx_worker_t *worker;
     void *req;
+    ompi_osc_ucxx_link_t *link;   /* what the flush covers ... */
+    int64_t upto;                 /* ... up to this many operations */
 } pending_flush_t;
 
 typedef struct {
@@ -88,23 +90,35 @@ typedef struct {
     pending_flush_t *items;
     int count, cap;
     int rc;
+    bool defer;        /* a NULL request still waits for the others (row entries) */
 } flush_set_t;
 
-static void flush_set_add(flush_set_t *set, ompi_osc_ucxx_worker_t *worker, void *req)
+static void link_covered(ompi_osc_ucxx_link_t *link, int64_t upto)
+{
+    int64_t seen = link->flushed;
+    while (seen < upto &&
+           !opal_atomic_compare_exchange_strong_64((volatile int64_t *) &link->flushed, &seen,
+                                                   upto)) {
+    }
+}
+
+static void flush_set_add(flush_set_t *set, ompi_osc_ucxx_worker_t *worker,
+                          ompi_osc_ucxx_link_t *link, int64_t upto, void *req)
 {
     if (UCS_PTR_IS_ERR(req)) {
         set->rc = OMPI_ERROR;
         return;
     }
-    if (NULL == req) {
+    if (NULL == req && link != NULL && upto >= 0 && !set->defer) {
+        link_covered(link, upto);
         return;
     }
     if (set->count == set->cap) {
-        /* Out of room: finish this one now rather than fail. */
         pending_flush_t *grown = malloc(2 * set->cap * sizeof(*grown));
-        if (NULL == grown) {
+        if (NULL == grown) {  /* out of room: finish this one now */
             int r = ompi_osc_ucxx_wait_request(worker, req);
             if (OMPI_SUCCESS != r) set->rc = r;
+            else if (!set->defer) link_covered(link, upto);
             return;
         }
         memcpy(grown, set->items, set->count * sizeof(*grown));
@@ -112,19 +126,19 @@ static void flush_set_add(flush_set_t *set, ompi_osc_ucxx_worker_t *worker, void
         set->items = grown;
         set->cap *= 2;
     }
-    set->items[set->count].worker = worker;
-    set->items[set->count++].req = req;
+    set->items[set->count++] = (pending_flush_t){worker, req, link, upto};
 }
 
 /* Complete this process's operations on the window (to `target`, or to all
- * when target < 0): the endpoints each worker used for this window since the
- * last flush, and only those.  (Endpoint flushes, not worker flushes: UCX
- * 1.13's worker flush was seen returning before emulated gets had landed.) */
+ * when target < 0): the endpoints each worker used for this window and not
+ * yet covered by a completed flush, and only those.  (Endpoint flushes, not
+ * worker flushes: UCX 1.13's worker flush was seen returning before emulated
+ * gets had landed.) */
 int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     ucp_request_param_t param = {.op_attr_mask = 0};
-    flush_set_t set = {.count = 0, .cap = 16, .rc = OMPI_SUCCESS};
+    flush_set_t set = {.count = 0, .cap = 16, .rc = OMPI_SUCCESS, .defer = false};
     int first = target < 0 ? 0 : target;
     int last = target < 0 ? module->size : target + 1;
 
@@ -133,17 +147,31 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target)
     for (int w = 0; w < tab->cap; ++w) {
         ompi_osc_ucxx_link_t *links = tab->links[w];
         ompi_osc_ucxx_worker_t *worker = OSC_UCXX.workers[w];
-        if (NULL == links || !links[module->size].dirty) continue;
-        if (target < 0) links[module->size].dirty = false;
+        if (NULL == links) continue;
+        ompi_osc_ucxx_link_t *row = &links[module->size];
+        int64_t row_upto = row->issued;
+        if (row_upto == row->flushed) continue;
         for (int i = first; i < last; ++i) {
-            if (!links[i].dirty) continue;
-            links[i].dirty = false;
-            flush_set_add(&set, worker, ucp_ep_flush_nbx(links[i].ep, &param));
+            int64_t upto = links[i].issued;
+            if (upto == links[i].flushed) continue;
+            flush_set_add(&set, worker, &links[i], upto, ucp_ep_flush_nbx(links[i].ep, &param));
+        }
+        if (target < 0) {
+            /* The row's own count, marked once every link of it is flushed. */
+            set.defer = true;
+            flush_set_add(&set, worker, row, row_upto, NULL);
+            set.defer = false;
         }
     }
     for (int i = 0; i < set.count; ++i) {
-        int r = ompi_osc_ucxx_wait_request(set.items[i].worker, set.items[i].req);
+        int r = OMPI_SUCCESS;
+        if (NULL != set.items[i].req) {
+            r = ompi_osc_ucxx_wait_request(set.items[i].worker, set.items[i].req);
+        }
         if (OMPI_SUCCESS != r) set.rc = r;
+    }
+    for (int i = 0; OMPI_SUCCESS == set.rc && i < set.count; ++i) {
+        link_covered(set.items[i].link, set.items[i].upto);
     }
     if (set.items != set.stack) free(set.items);
     /* Accumulates carried by active messages are complete when acknowledged. */

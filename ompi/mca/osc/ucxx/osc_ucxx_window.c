@@ -343,9 +343,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     void *state = NULL;
     int rc;
 
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
     rc = ompi_osc_ucxx_context_init();
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }

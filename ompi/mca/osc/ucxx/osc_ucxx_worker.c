@@ -35,16 +35,32 @@ static void tls_release(void *arg)
     OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
 }
 
+/* Once per process, from the first window creation (which any thread may
+ * call).  Not under OSC_UCXX.lock: creating the main worker takes it. */
+static opal_mutex_t init_lock = OPAL_MUTEX_STATIC_INIT;
+
+static int context_init_locked(void);
+
 int ompi_osc_ucxx_context_init(void)
+{
+    int rc = OMPI_SUCCESS;
+    if (NULL != OSC_UCXX.main_worker) {
+        return OMPI_SUCCESS;
+    }
+    OPAL_THREAD_LOCK(&init_lock);
+    if (NULL == OSC_UCXX.main_worker) {
+        rc = context_init_locked();
+    }
+    OPAL_THREAD_UNLOCK(&init_lock);
+    return rc;
+}
+
+static int context_init_locked(void)
 {
     ucp_params_t params;
     ucp_config_t *config;
     ucs_status_t status;
     int provided = ompi_mpi_thread_provided;
-
-    if (NULL != OSC_UCXX.context) {
-        return OMPI_SUCCESS;
-    }
 
     /* Worker thread mode follows the MPI thread level. */
     OSC_UCXX.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -59,6 +75,15 @@ int ompi_osc_ucxx_context_init(void)
         opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_config_read",
                        ucs_status_string(status));
         return OMPI_ERROR;
+    }
+    /* UCX 1.13 spreading one endpoint over several TCP devices (lo + eth0)
+     * was seen to fail connection setup ("Connection refused") and crash in
+     * uct_tcp_iface_progress; RMA emulated over TCP gains nothing from it.
+     * The user's own UCX_MAX_RNDV_RAILS wins. */
+    if (OSC_UCXX.max_rails > 0 && NULL == getenv("UCX_MAX_RNDV_RAILS")) {
+        char rails[16];
+        snprintf(rails, sizeof(rails), "%d", OSC_UCXX.max_rails);
+        (void) ucp_config_modify(config, "MAX_RNDV_RAILS", rails);
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
