@@ -179,6 +179,7 @@ typedef struct ompi_osc_ucxx_link_t {
      * (another thread's flush in progress does not count). */
     volatile int64_t issued;
     volatile int64_t flushed;
+    struct ompi_osc_ucxx_worker_t *worker;  /* set in a row's summary entry */
 } ompi_osc_ucxx_link_t;
 
 /* Per-worker link arrays of one window, indexed by worker index.  Grows by
@@ -283,7 +284,8 @@ static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *m
     return ompi_osc_ucxx_link_resolve(module, worker, target);
 }
 
-/* Note UCX operations on a link for the next flush.  Each worker's row of
+/* Count a UCX operation on a link for the next flush: after it is posted,
+ * so a flush that sees the count also covers the operation.  Each worker's row of
  * links has one extra entry at [size] that summarizes the row. */
 static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
                                             ompi_osc_ucxx_link_t *link, int target)

@@ -154,8 +154,8 @@ static int ucx_atomic(acc_t *a, ucp_atomic_op_t uop, const void *operand, uint64
         param.user_data = a->req;
         OPAL_THREAD_ADD_FETCH32(&a->req->outstanding, 1);
     }
-    ompi_osc_ucxx_link_dirty(a->module, a->link, a->target);
     sp = ucp_atomic_op_nbx(a->link->ep, uop, operand, 1, remote, a->link->data_rkey, &param);
+    ompi_osc_ucxx_link_dirty(a->module, a->link, a->target);  /* counted once posted */
     if (wait) {
         return ompi_osc_ucxx_wait_request(a->worker, sp);
     }

@@ -117,9 +117,9 @@ static inline int xfer(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *w
         param.user_data = req;
         OPAL_THREAD_ADD_FETCH32(&req->outstanding, 1);
     }
-    ompi_osc_ucxx_link_dirty(module, link, target);
     sp = is_put ? ucp_put_nbx(link->ep, local, len, remote, link->data_rkey, &param)
                 : ucp_get_nbx(link->ep, local, len, remote, link->data_rkey, &param);
+    ompi_osc_ucxx_link_dirty(module, link, target);  /* counted once posted */
     if (OPAL_LIKELY(NULL == sp)) {           /* done already */
         if (NULL != req) ompi_osc_ucxx_request_op_done(req);
     } else if (UCS_PTR_IS_ERR(sp)) {

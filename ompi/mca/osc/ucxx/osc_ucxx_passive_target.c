@@ -146,9 +146,9 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target)
     ompi_osc_ucxx_serve(module);
     for (int w = 0; w < tab->cap; ++w) {
         ompi_osc_ucxx_link_t *links = tab->links[w];
-        ompi_osc_ucxx_worker_t *worker = OSC_UCXX.workers[w];
         if (NULL == links) continue;
         ompi_osc_ucxx_link_t *row = &links[module->size];
+        ompi_osc_ucxx_worker_t *worker = row->worker;
         int64_t row_upto = row->issued;
         if (row_upto == row->flushed) continue;
         for (int i = first; i < last; ++i) {

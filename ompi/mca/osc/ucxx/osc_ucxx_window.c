@@ -505,7 +505,11 @@ static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
         module->ltab = tab = grown;
     }
     if (NULL == tab->links[worker->index]) {
-        tab->links[worker->index] = calloc(module->size + 1, sizeof(ompi_osc_ucxx_link_t));
+        ompi_osc_ucxx_link_t *row = calloc(module->size + 1, sizeof(ompi_osc_ucxx_link_t));
+        if (NULL == row) return NULL;
+        row[module->size].worker = worker;  /* flushes find the worker here */
+        opal_atomic_wmb();
+        tab->links[worker->index] = row;
     }
     return tab->links[worker->index];
 }
