@@ -73,17 +73,20 @@ static bool is_integer(ompi_datatype_t *elem)
     return OMPI_DATATYPE_FLAG_DATA_INT == (elem->super.flags & OMPI_DATATYPE_FLAG_DATA_TYPE);
 }
 
-/* The UCX atomic that is this op on this element, if there is one. */
-static bool ucx_native(ompi_op_t *op, ompi_datatype_t *elem, ucp_atomic_op_t *uop)
+/* The UCX atomic that is this op on this element, if there is one.
+ * Fetching AND/OR/XOR are left to the compare-and-swap loop: UCX 1.13's
+ * shared-memory transports were seen to return the old value without
+ * changing the target (the posted forms and TCP's emulation are right). */
+static bool ucx_native(ompi_op_t *op, ompi_datatype_t *elem, bool fetch, ucp_atomic_op_t *uop)
 {
     if (is_replace(op)) { *uop = UCP_ATOMIC_OP_SWAP; return true; }
     if (is_no_op(op)) { *uop = UCP_ATOMIC_OP_ADD; return true; }   /* add 0 */
     if (!is_integer(elem)) return false;
     switch (op->op_type) {
     case OMPI_OP_SUM:  *uop = UCP_ATOMIC_OP_ADD; return true;
-    case OMPI_OP_BAND: *uop = UCP_ATOMIC_OP_AND; return true;
-    case OMPI_OP_BOR:  *uop = UCP_ATOMIC_OP_OR;  return true;
-    case OMPI_OP_BXOR: *uop = UCP_ATOMIC_OP_XOR; return true;
+    case OMPI_OP_BAND: *uop = UCP_ATOMIC_OP_AND; return !fetch;
+    case OMPI_OP_BOR:  *uop = UCP_ATOMIC_OP_OR;  return !fetch;
+    case OMPI_OP_BXOR: *uop = UCP_ATOMIC_OP_XOR; return !fetch;
     default: return false;
     }
 }
@@ -177,7 +180,7 @@ static int ucx_element(acc_t *a, uint64_t remote, const char *origin, char *resu
     uint64_t zero = 0, old = 0, nv, cmp;
     int rc;
 
-    if (ucx_native(a->op, a->elem, &uop)) {
+    if (ucx_native(a->op, a->elem, NULL != result, &uop)) {
         const void *operand = is_no_op(a->op) ? (const void *) &zero : (const void *) origin;
         if (NULL == result && UCP_ATOMIC_OP_SWAP == uop) {
             /* UCX has no posted swap: fetch into scratch and wait */
@@ -832,7 +835,10 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     if (NULL == a.direct) {
         a.link = ompi_osc_ucxx_link(module, a.worker, target);
         if (NULL == a.link) return OMPI_ERR_UNREACH;
-        if (module->acc_ordered) ucp_worker_fence(a.worker->ucp);
+        if (module->acc_ordered) {
+            while (module->am_outstanding > 0) opal_progress();
+            ucp_worker_fence(a.worker->ucp);
+        }
     }
 
     if (a.hw && NULL != a.direct) {
