@@ -10,6 +10,7 @@
 #   OSC=ucxx            the osc component to force (run the suite against a stock one to check a test)
 #   TRANSPORTS="shm tcp" transport sets: shm = UCX defaults, tcp = UCX_TLS=tcp,self
 #   TESTS=REGEX         run only programs whose name matches
+#   TU_FLAVORS=create,allocate,dynamic   window flavors the tests loop over
 #   TEST_TIMEOUT=180    seconds per mpirun
 #   MPIRUN_ARGS=...     extra mpirun arguments
 # Prints one PASS/FAIL line per run and the closing line "N passed, N failed".
@@ -18,6 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 bindir=${TEST_BINDIR:-$(pwd)}
 [ -x "$bindir/$(awk '!/^#/ && NF {print $1; exit}' "$here"/*.list 2>/dev/null)" ] || bindir=$here
 OSC=${OSC:-ucxx}
+# Window flavors the tests loop over (see testutil.h)
+export TU_FLAVORS=${TU_FLAVORS:-create,allocate,dynamic}
 TRANSPORTS=${TRANSPORTS:-"shm tcp"}
 TESTS=${TESTS:-.}
 TEST_TIMEOUT=${TEST_TIMEOUT:-180}
@@ -40,7 +43,8 @@ for transport in $TRANSPORTS; do
         [[ $prog =~ $TESTS ]] || continue
         for np in ${nps//,/ }; do
             name="$prog.np$np.$transport${args:+ $args}"
-            log="$logdir/$prog.np$np.$transport.log"
+            tag=$(printf '%s' "$args" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//;s/_*$//')
+            log="$logdir/$prog.np$np.$transport${tag:+.$tag}.log"
             t0=$(date +%s.%N)
             # shellcheck disable=SC2086
             timeout -k 10 "$TEST_TIMEOUT" mpirun "${root_args[@]}" --oversubscribe --bind-to none \

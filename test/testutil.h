@@ -121,4 +121,61 @@ static inline void tu_win_free(tu_win_t *w)
     free(w->remote);
 }
 
+/* ---- Helpers for the dynamic-window and memory-handle tests (dyn_*, mh_*) --- */
+
+/* Integer option: "-i 100" (or "-i100"); dflt when absent. */
+static inline long tu_opt_long(int argc, char **argv, const char *opt, long dflt)
+{
+    size_t len = strlen(opt);
+    for (int i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], opt) && i + 1 < argc) return strtol(argv[i + 1], NULL, 0);
+        if (0 == strncmp(argv[i], opt, len) && argv[i][len]) return strtol(argv[i] + len, NULL, 0);
+    }
+    return dflt;
+}
+
+/* True if the flag appears among the arguments. */
+static inline int tu_opt_flag(int argc, char **argv, const char *flag)
+{
+    for (int i = 1; i < argc; i++) if (0 == strcmp(argv[i], flag)) return 1;
+    return 0;
+}
+
+/* True when UCX is restricted to TCP (UCX_TLS names tcp but no shared-memory
+ * transport): every RMA operation is emulated there, so tests scale down. */
+static inline int tu_slow_transport(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    return tls && strstr(tls, "tcp") && !strstr(tls, "sm") && !strstr(tls, "all");
+}
+
+/* Error class of a return code (MPI_SUCCESS stays MPI_SUCCESS). */
+static inline int tu_err_class(int rc)
+{
+    int cls = rc;
+    if (MPI_SUCCESS != rc) MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+static inline const char *tu_err_class_name(int cls)
+{
+    switch (cls) {
+    case MPI_SUCCESS: return "MPI_SUCCESS";
+    case MPI_ERR_RMA_SYNC: return "MPI_ERR_RMA_SYNC";
+    case MPI_ERR_RMA_RANGE: return "MPI_ERR_RMA_RANGE";
+    case MPI_ERR_RMA_ATTACH: return "MPI_ERR_RMA_ATTACH";
+    case MPI_ERR_RMA_CONFLICT: return "MPI_ERR_RMA_CONFLICT";
+    case MPI_ERR_RANK: return "MPI_ERR_RANK";
+    case MPI_ERR_DISP: return "MPI_ERR_DISP";
+    case MPI_ERR_SIZE: return "MPI_ERR_SIZE";
+    case MPI_ERR_ARG: return "MPI_ERR_ARG";
+    case MPI_ERR_WIN: return "MPI_ERR_WIN";
+    case MPI_ERR_OP: return "MPI_ERR_OP";
+    case MPI_ERR_BASE: return "MPI_ERR_BASE";
+    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+    case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
+    default: return "another class";
+    }
+}
+
 #endif

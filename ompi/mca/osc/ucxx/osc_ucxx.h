@@ -146,6 +146,7 @@ static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
 #define OSC_UCXX_STATE_LOCK      0    /* passive-target lock word */
 #define OSC_UCXX_STATE_COMPLETE  64   /* PSCW: completed access epochs */
 #define OSC_UCXX_STATE_ACC_LOCKS 128  /* 32 accumulate stripe locks, 64 bytes apart */
+#define OSC_UCXX_STATE_DYN_GEN   2304 /* dynamic windows: detaches so far */
 #define OSC_UCXX_STATE_SIZE      4096
 
 /* Lock word: readers count in the low 32 bits, a writer sets bit 32. */
@@ -180,7 +181,28 @@ typedef struct ompi_osc_ucxx_link_t {
     volatile int64_t issued;
     volatile int64_t flushed;
     struct ompi_osc_ucxx_worker_t *worker;  /* set in a row's summary entry */
+    struct ompi_osc_ucxx_dyncache_t *dyn;   /* dynamic windows: the target's regions */
 } ompi_osc_ucxx_link_t;
+
+/* Dynamic windows: a region attached here, and an origin's cache of a
+ * target's regions (valid for one generation of the target). */
+#define OSC_UCXX_MAX_RKEY 960
+typedef struct {
+    uint64_t base;
+    uint64_t len;
+    ucp_mem_h memh;
+    void *rkey;
+    size_t rkey_len;
+} ompi_osc_ucxx_region_t;
+
+typedef struct ompi_osc_ucxx_dyncache_t {
+    uint64_t gen;
+    int count, cap;
+    struct {
+        uint64_t base, len;
+        ucp_rkey_h rkey;
+    } *entries;
+} ompi_osc_ucxx_dyncache_t;
 
 /* Per-worker link arrays of one window, indexed by worker index.  Grows by
  * replacement (readers never take a lock); old tables are kept until free. */
@@ -255,6 +277,12 @@ typedef struct ompi_osc_ucxx_module_t {
     ompi_group_t *post_group;
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
     int *posts_seen, posts_seen_count, posts_seen_cap;  /* from AM handler */
+
+    /* Dynamic windows: attached regions, sorted by base */
+    opal_mutex_t dyn_lock;
+    ompi_osc_ucxx_region_t *regions;
+    int nregions, regions_cap;
+    uint64_t dyn_max_len;
 } ompi_osc_ucxx_module_t;
 
 #define OSC_UCXX_MODULE(win) ((ompi_osc_ucxx_module_t *) (win)->w_osc_module)
@@ -326,6 +354,42 @@ static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
     }
 }
 
+/* How one operation reaches its target: through a mapping (loads, stores and
+ * CPU atomics at remote address + delta) or through UCX (link + rkey). */
+typedef struct {
+    bool mapped;
+    intptr_t delta;
+    ompi_osc_ucxx_link_t *link;
+    ucp_rkey_h rkey;
+} ompi_osc_ucxx_path_t;
+
+int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                              int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path);
+
+/* Resolve the path to the target bytes [lo, hi) (remote addresses). */
+static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
+                                        ompi_osc_ucxx_worker_t *worker, int target,
+                                        uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
+{
+    char *direct;
+    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == module->flavor)) {
+        return ompi_osc_ucxx_dyn_resolve(module, worker, target, lo, hi, path);
+    }
+    direct = ompi_osc_ucxx_direct(module, target);
+    if (OPAL_LIKELY(NULL != direct)) {
+        path->mapped = true;
+        path->delta = (intptr_t) direct - (intptr_t) module->peers[target].base;
+        return OMPI_SUCCESS;
+    }
+    path->mapped = false;
+    path->link = ompi_osc_ucxx_link(module, worker, target);
+    if (OPAL_UNLIKELY(NULL == path->link)) {
+        return OMPI_ERR_UNREACH;
+    }
+    path->rkey = path->link->data_rkey;
+    return OMPI_SUCCESS;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Requests                                                                  */
 
@@ -348,7 +412,8 @@ void ompi_osc_ucxx_request_abandon(ompi_osc_ucxx_request_t *req);
 
 int ompi_osc_ucxx_check_access(ompi_osc_ucxx_module_t *module, int target);
 int ompi_osc_ucxx_check_range(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp,
-                              int count, struct ompi_datatype_t *dt, uint64_t *remote);
+                              int count, struct ompi_datatype_t *dt, uint64_t *remote,
+                              uint64_t *lo, uint64_t *hi);
 int ompi_osc_ucxx_state_atomic(ompi_osc_ucxx_module_t *module, int target, size_t offset,
                                ucp_atomic_op_t op, uint64_t value, uint64_t compare,
                                uint64_t *result);
@@ -429,9 +494,11 @@ typedef struct {
 #define OSC_UCXX_AM_POST       1   /* MPI_Win_post notification */
 #define OSC_UCXX_AM_ACC        2   /* accumulate-family operation for the target */
 #define OSC_UCXX_AM_ACC_REPLY  3   /* its acknowledgement, with old values if fetching */
-#define OSC_UCXX_AM_MAX        4   /* ids registered with UCX are below this */
-#define OSC_UCXX_AM_SEND       4   /* queue only: a message to send outside a callback */
-#define OSC_UCXX_AM_KINDS      5
+#define OSC_UCXX_AM_REGION_REQ 4   /* dynamic windows: which region holds [lo, hi)? */
+#define OSC_UCXX_AM_REGION_REPLY 5
+#define OSC_UCXX_AM_MAX        6   /* ids registered with UCX are below this */
+#define OSC_UCXX_AM_SEND       6   /* queue only: a message to send outside a callback */
+#define OSC_UCXX_AM_KINDS      7
 
 /* Handle a message (header first in buf).  `deferred`: running from the
  * queue, outside UCX callbacks.  OMPI_ERR_WOULD_BLOCK: queue it, retry later. */
@@ -445,8 +512,18 @@ int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
 int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                           int target, unsigned id, void *buf, size_t hlen, size_t len);
 int ompi_osc_ucxx_am_drain(void);
+int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
+                           const void *msg, size_t hlen, size_t len, bool deferred);
 int ompi_osc_ucxx_am_send_post(ompi_osc_ucxx_module_t *module, int target);
 void ompi_osc_ucxx_acc_am_init(void);
+
+/* Dynamic windows (osc_ucxx_dynamic.c) */
+int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len);
+int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base);
+bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi);
+void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
+void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache);
+void ompi_osc_ucxx_dyn_am_init(void);
 
 END_C_DECLS
 

@@ -34,8 +34,7 @@
 typedef struct {
     ompi_osc_ucxx_module_t *module;
     ompi_osc_ucxx_worker_t *worker;
-    ompi_osc_ucxx_link_t *link;      /* NULL where the target is mapped */
-    char *direct;                    /* mapped target window, or NULL */
+    ompi_osc_ucxx_path_t path;       /* mapped, or UCX link + rkey */
     int target;
     ompi_op_t *op;
     ompi_datatype_t *elem;           /* the predefined element type */
@@ -157,8 +156,8 @@ static int ucx_atomic(acc_t *a, ucp_atomic_op_t uop, const void *operand, uint64
         param.user_data = a->req;
         OPAL_THREAD_ADD_FETCH32(&a->req->outstanding, 1);
     }
-    sp = ucp_atomic_op_nbx(a->link->ep, uop, operand, 1, remote, a->link->data_rkey, &param);
-    ompi_osc_ucxx_link_dirty(a->module, a->link, a->target);  /* counted once posted */
+    sp = ucp_atomic_op_nbx(a->path.link->ep, uop, operand, 1, remote, a->path.rkey, &param);
+    ompi_osc_ucxx_link_dirty(a->module, a->path.link, a->target);  /* counted once posted */
     if (wait) {
         return ompi_osc_ucxx_wait_request(a->worker, sp);
     }
@@ -274,11 +273,11 @@ static int ucx_rw(acc_t *a, bool write, void *local, uint64_t remote, size_t len
     ucs_status_ptr_t sp;
     int rc;
 
-    sp = write ? ucp_put_nbx(a->link->ep, local, len, remote, a->link->data_rkey, &param)
-               : ucp_get_nbx(a->link->ep, local, len, remote, a->link->data_rkey, &param);
+    sp = write ? ucp_put_nbx(a->path.link->ep, local, len, remote, a->path.rkey, &param)
+               : ucp_get_nbx(a->path.link->ep, local, len, remote, a->path.rkey, &param);
     rc = ompi_osc_ucxx_wait_request(a->worker, sp);
     if (OMPI_SUCCESS == rc && write) {
-        rc = ompi_osc_ucxx_wait_request(a->worker, ucp_ep_flush_nbx(a->link->ep, &param));
+        rc = ompi_osc_ucxx_wait_request(a->worker, ucp_ep_flush_nbx(a->path.link->ep, &param));
     }
     return rc;
 }
@@ -289,8 +288,8 @@ static int locked_element(acc_t *a, uint64_t remote, const char *origin, char *r
     char *tgt = NULL;
     int rc = OMPI_SUCCESS;
 
-    if (NULL != a->direct) {
-        tgt = a->direct + (remote - a->module->peers[a->target].base);
+    if (a->path.mapped) {
+        tgt = (char *) (uintptr_t) (remote + a->path.delta);
         memcpy(old, tgt, a->width);
     } else {
         rc = ucx_rw(a, false, old, remote, a->width);
@@ -352,8 +351,8 @@ static int apply(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t 
         uint64_t raddr = (uint64_t) (uintptr_t) tgt;
         if (!a->hw) {
             rc = locked_element(a, raddr, op_ptr, a->fetch ? res_ptr : NULL);
-        } else if (NULL != a->direct) {
-            cpu_element(a, a->direct + (raddr - a->module->peers[a->target].base), op_ptr,
+        } else if (a->path.mapped) {
+            cpu_element(a, (char *) (uintptr_t) (raddr + a->path.delta), op_ptr,
                         a->fetch ? res_ptr : NULL);
         } else {
             rc = ucx_element(a, raddr, op_ptr, a->fetch ? res_ptr : NULL);
@@ -445,17 +444,6 @@ static int acc_reply_handler(ompi_osc_ucxx_module_t *module, int from, void *buf
     return OMPI_SUCCESS;
 }
 
-/* Queue-only kind: send a prepared reply (we may be inside a UCX callback). */
-static int send_handler(ompi_osc_ucxx_module_t *module, int peer, void *buf, size_t len,
-                        bool deferred)
-{
-    void *copy = malloc(len);
-    if (NULL == copy) return OMPI_ERR_OUT_OF_RESOURCE;
-    memcpy(copy, buf, len);
-    return ompi_osc_ucxx_am_send(module, OSC_UCXX.main_worker, peer, OSC_UCXX_AM_ACC_REPLY,
-                                 copy, sizeof(acc_am_hdr_t), len);
-}
-
 static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size_t len,
                        bool deferred)
 {
@@ -463,8 +451,8 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
     acc_am_run_t *runs = (acc_am_run_t *) (hdr + 1);
     char *vals = (char *) (runs + hdr->nruns);
     bool cas = hdr->flags & ACC_AM_CAS, fetch = hdr->flags & ACC_AM_FETCH;
-    acc_t a = {.module = module, .target = module->rank, .direct = module->base,
-               .fetch = fetch};
+    acc_t a = {.module = module, .target = module->rank, .fetch = fetch,
+               .path = {.mapped = true, .delta = 0}};
     ptrdiff_t true_lb, true_extent;
     uint64_t lo = UINT64_MAX, hi = 0;
     uint32_t mask = 0, k = 0;
@@ -487,7 +475,12 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
         if (runs[r].offset < lo) lo = runs[r].offset;
         if (end > hi) hi = end;
     }
-    if (hi > module->len) return OMPI_SUCCESS;  /* the origin checked; never trust blindly */
+    /* the origin checked; never trust blindly */
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor ? !ompi_osc_ucxx_dyn_contains(module, lo, hi)
+                                                 : hi > module->len) {
+        OSC_UCXX_VERBOSE(1, "accumulate from %d outside the window dropped", from);
+        return OMPI_SUCCESS;
+    }
     if (!a.hw || cas) {
         mask = stripe_mask(lo, hi);
         if (!stripes_trylock(&a, mask)) return OMPI_ERR_WOULD_BLOCK;
@@ -520,13 +513,9 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
     opal_atomic_wmb();
     if (mask) stripes_unlock(&a, mask);
 
-    if (deferred) {
-        rc = ompi_osc_ucxx_am_send(module, OSC_UCXX.main_worker, from, OSC_UCXX_AM_ACC_REPLY,
-                                   reply, sizeof(*hdr), rlen);
-    } else {
-        rc = ompi_osc_ucxx_am_defer(OSC_UCXX_AM_SEND, module, from, reply, rlen);
-        free(reply);
-    }
+    rc = ompi_osc_ucxx_am_reply(module, from, OSC_UCXX_AM_ACC_REPLY, reply, sizeof(*hdr), rlen,
+                                deferred);
+    free(reply);
     return rc;
 }
 
@@ -534,7 +523,6 @@ void ompi_osc_ucxx_acc_am_init(void)
 {
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_ACC, acc_handler);
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_ACC_REPLY, acc_reply_handler);
-    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_SEND, send_handler);
 }
 
 /* A message under construction. */
@@ -657,18 +645,6 @@ static int acc_am(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t
     return NULL == vals ? OMPI_ERR_OUT_OF_RESOURCE : rc;
 }
 
-/* The bytes [lo, hi) of the target window that count elements of dt at disp touch. */
-static void target_span(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp, int count,
-                        ompi_datatype_t *dt, uint64_t *lo, uint64_t *hi)
-{
-    ptrdiff_t lb, extent, true_lb, true_extent;
-    ptrdiff_t offset = disp * (ptrdiff_t) module->peers[target].disp_unit;
-    ompi_datatype_get_extent(dt, &lb, &extent);
-    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
-    *lo = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
-    *hi = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
-}
-
 static int acc_common(ompi_osc_ucxx_module_t *module, const void *origin_addr,
                       int origin_count, ompi_datatype_t *origin_dt, void *result_addr,
                       int result_count, ompi_datatype_t *result_dt, int target,
@@ -690,7 +666,7 @@ static int acc_common(ompi_osc_ucxx_module_t *module, const void *origin_addr,
         return MPI_ERR_OP;
     }
     rc = ompi_osc_ucxx_check_range(module, target, target_disp, target_count, target_dt,
-                                   &remote);
+                                   &remote, &lo, &hi);
     if (OMPI_SUCCESS != rc) return rc;
     ompi_datatype_type_size(target_dt, &tsize);
     if (0 == tsize * target_count) return OMPI_SUCCESS;
@@ -705,11 +681,10 @@ static int acc_common(ompi_osc_ucxx_module_t *module, const void *origin_addr,
 
     a.worker = ompi_osc_ucxx_worker_self();
     if (NULL == a.worker) return OMPI_ERR_OUT_OF_RESOURCE;
-    a.direct = ompi_osc_ucxx_direct(module, target);
-    if (NULL == a.direct) {
+    rc = ompi_osc_ucxx_resolve(module, a.worker, target, lo, hi, &a.path);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (!a.path.mapped) {
         size_t nelem = tsize * target_count / esize;
-        a.link = ompi_osc_ucxx_link(module, a.worker, target);
-        if (NULL == a.link) return OMPI_ERR_UNREACH;
         if (!a.hw || nelem > 1) {
             /* Many elements or no atomic for the type: the target applies it. */
             if (module->acc_ordered) {
@@ -725,11 +700,13 @@ static int acc_common(ompi_osc_ucxx_module_t *module, const void *origin_addr,
             ucp_worker_fence(a.worker->ucp);
         }
     }
-    target_span(module, target, target_disp, target_count, target_dt, &lo, &hi);
+    /* stripes are named by window offsets, the same for every origin */
+    lo -= module->peers[target].base;
+    hi -= module->peers[target].base;
     OSC_UCXX_VERBOSE(60, "window %u: %s %s on %s x%d to %d: %s, %s", module->cid,
                      fetch ? "get_accumulate" : "accumulate", op->o_name, a.elem->name,
                      target_count, target, a.hw ? "atomic per element" : "stripe locks",
-                     a.direct ? "mapped" : "UCX");
+                     a.path.mapped ? "mapped" : "UCX");
     return apply(&a, (void *) origin_addr, origin_count, origin_dt, result_addr, result_count,
                  result_dt, remote, target_count, target_dt, lo, hi);
 }
@@ -824,25 +801,22 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     rc = ompi_osc_ucxx_check_access(module, target);
     if (OMPI_SUCCESS != rc) return rc;
     if (!ompi_datatype_is_predefined(dt)) return MPI_ERR_TYPE;
-    rc = ompi_osc_ucxx_check_range(module, target, target_disp, 1, dt, &remote);
+    rc = ompi_osc_ucxx_check_range(module, target, target_disp, 1, dt, &remote, &lo, &hi);
     if (OMPI_SUCCESS != rc) return rc;
     ompi_datatype_type_size(dt, &size);
     a.width = size;
     a.hw = (4 == size || 8 == size) && 0 == remote % size;
     a.worker = ompi_osc_ucxx_worker_self();
     if (NULL == a.worker) return OMPI_ERR_OUT_OF_RESOURCE;
-    a.direct = ompi_osc_ucxx_direct(module, target);
-    if (NULL == a.direct) {
-        a.link = ompi_osc_ucxx_link(module, a.worker, target);
-        if (NULL == a.link) return OMPI_ERR_UNREACH;
-        if (module->acc_ordered) {
-            while (module->am_outstanding > 0) opal_progress();
-            ucp_worker_fence(a.worker->ucp);
-        }
+    rc = ompi_osc_ucxx_resolve(module, a.worker, target, lo, hi, &a.path);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (!a.path.mapped && module->acc_ordered) {
+        while (module->am_outstanding > 0) opal_progress();
+        ucp_worker_fence(a.worker->ucp);
     }
 
-    if (a.hw && NULL != a.direct) {
-        char *tgt = a.direct + (remote - module->peers[target].base);
+    if (a.hw && a.path.mapped) {
+        char *tgt = (char *) (uintptr_t) (remote + a.path.delta);
         uint64_t expected = 0, desired = 0;
         memcpy(&expected, compare_addr, size);
         memcpy(&desired, origin_addr, size);
@@ -865,22 +839,20 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
         if (OMPI_SUCCESS == rc) memcpy(result_addr, &reply, size);
         return rc;
     }
-
-    if (NULL == a.direct) {
+    if (!a.path.mapped) {
         return acc_am(&a, (void *) origin_addr, 1, dt, compare_addr, result_addr, 1, dt, remote,
                       1, dt);
     }
 
     /* Other sizes: under the stripe locks, like every accumulate on them. */
     char old[64];
-    target_span(module, target, target_disp, 1, dt, &lo, &hi);
-    uint32_t mask = stripe_mask(lo, hi);
+    acc_t peek = a;
+    peek.op = &ompi_mpi_op_no_op.op;
+    uint32_t mask = stripe_mask(lo - module->peers[target].base,
+                                hi - module->peers[target].base);
     rc = stripes_lock(&a, mask);
     if (OMPI_SUCCESS != rc) return rc;
-    rc = locked_element(&(acc_t){.module = module, .worker = a.worker, .link = a.link,
-                                 .direct = a.direct, .target = target,
-                                 .op = &ompi_mpi_op_no_op.op, .elem = dt, .width = size},
-                        remote, NULL, old);
+    rc = locked_element(&peek, remote, NULL, old);
     if (OMPI_SUCCESS == rc) {
         memcpy(result_addr, old, size);
         if (0 == memcmp(old, compare_addr, size)) {

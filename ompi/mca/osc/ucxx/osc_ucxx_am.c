@@ -185,6 +185,46 @@ static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_len
     return UCS_OK;
 }
 
+/* Queue-only kind: a message prepared inside a callback, sent from the
+ * queue: [uint32 id][uint32 header length][message]. */
+static int send_handler(ompi_osc_ucxx_module_t *module, int peer, void *buf, size_t len,
+                        bool deferred)
+{
+    uint32_t id, hlen;
+    void *copy;
+
+    memcpy(&id, buf, sizeof(id));
+    memcpy(&hlen, (char *) buf + sizeof(id), sizeof(hlen));
+    len -= 2 * sizeof(uint32_t);
+    copy = malloc(len);
+    if (NULL == copy) return OMPI_ERR_WOULD_BLOCK;
+    memcpy(copy, (char *) buf + 2 * sizeof(uint32_t), len);
+    return ompi_osc_ucxx_am_send(module, OSC_UCXX.main_worker, peer, id, copy, hlen, len);
+}
+
+/* Answer `to` with a message (hlen header bytes first): directly where we
+ * may issue UCX operations, else through the queue. */
+int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
+                           const void *msg, size_t hlen, size_t len, bool deferred)
+{
+    if (deferred) {
+        void *copy = malloc(len);
+        if (NULL == copy) return OMPI_ERR_OUT_OF_RESOURCE;
+        memcpy(copy, msg, len);
+        return ompi_osc_ucxx_am_send(module, OSC_UCXX.main_worker, to, id, copy, hlen, len);
+    } else {
+        char *item = malloc(len + 2 * sizeof(uint32_t));
+        uint32_t words[2] = {id, (uint32_t) hlen};
+        int rc;
+        if (NULL == item) return OMPI_ERR_OUT_OF_RESOURCE;
+        memcpy(item, words, sizeof(words));
+        memcpy(item + sizeof(words), msg, len);
+        rc = ompi_osc_ucxx_am_defer(OSC_UCXX_AM_SEND, module, to, item, len + sizeof(words));
+        free(item);
+        return rc;
+    }
+}
+
 void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handler_fn_t fn)
 {
     am_handlers[kind] = fn;
@@ -205,7 +245,9 @@ int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker)
         OBJ_CONSTRUCT(&am_queue, opal_list_t);
         OBJ_CONSTRUCT(&am_queue_lock, opal_mutex_t);
         am_handlers[OSC_UCXX_AM_POST] = post_handler;
+        am_handlers[OSC_UCXX_AM_SEND] = send_handler;
         ompi_osc_ucxx_acc_am_init();
+        ompi_osc_ucxx_dyn_am_init();
     }
     for (int kind = 1; kind < OSC_UCXX_AM_MAX; ++kind) {
         memset(&param, 0, sizeof(param));

@@ -60,25 +60,34 @@ int ompi_osc_ucxx_check_access(ompi_osc_ucxx_module_t *module, int target)
 }
 
 /* Is [disp, disp + count elements of dt) inside the target's window?
- * Returns the remote address of displacement `disp` in *remote. */
+ * Returns the remote address of displacement `disp` in *remote and the remote
+ * bytes the access touches in [*lo, *hi).  Dynamic windows are checked
+ * against the attached regions when the path is resolved. */
 int ompi_osc_ucxx_check_range(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp,
-                              int count, struct ompi_datatype_t *dt, uint64_t *remote)
+                              int count, struct ompi_datatype_t *dt, uint64_t *remote,
+                              uint64_t *lo, uint64_t *hi)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    ptrdiff_t lb, extent, true_lb, true_extent, lo, hi, offset;
+    ptrdiff_t lb, extent, true_lb, true_extent, first, end, offset;
 
     offset = disp * (ptrdiff_t) peer->disp_unit;
     *remote = peer->base + offset;
+    *lo = *hi = *remote;
     if (0 == count) {
         return OMPI_SUCCESS;
     }
     ompi_datatype_get_extent(dt, &lb, &extent);
     ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
-    lo = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
-    hi = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
-    if (OPAL_UNLIKELY(disp < 0 || lo < 0 || hi > (ptrdiff_t) peer->size)) {
+    first = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
+    end = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
+    *lo = peer->base + first;
+    *hi = peer->base + end;
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        return OMPI_SUCCESS;
+    }
+    if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) peer->size)) {
         OSC_UCXX_VERBOSE(20, "window %u: access [%td, %td) outside rank %d's %" PRIu64
-                         " bytes", module->cid, lo, hi, target, peer->size);
+                         " bytes", module->cid, first, end, target, peer->size);
         return OMPI_ERR_RMA_RANGE;
     }
     return OMPI_SUCCESS;
@@ -87,17 +96,16 @@ int ompi_osc_ucxx_check_range(ompi_osc_ucxx_module_t *module, int target, ptrdif
 /* ------------------------------------------------------------------------- */
 /* One contiguous transfer */
 
-static inline int xfer(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+static inline int xfer(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_path_t *path,
                        int target, bool is_put, void *local, uint64_t remote, size_t len,
                        ompi_osc_ucxx_request_t *req)
 {
-    char *direct = ompi_osc_ucxx_direct(module, target);
-    ompi_osc_ucxx_link_t *link;
+    ompi_osc_ucxx_link_t *link = path->link;
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
-    if (OPAL_LIKELY(NULL != direct)) {
-        char *p = direct + (remote - module->peers[target].base);
+    if (OPAL_LIKELY(path->mapped)) {
+        char *p = (char *) (uintptr_t) (remote + path->delta);
         if (is_put) {
             memcpy(p, local, len);
         } else {
@@ -106,10 +114,6 @@ static inline int xfer(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *w
         return OMPI_SUCCESS;
     }
 
-    link = ompi_osc_ucxx_link(module, worker, target);
-    if (OPAL_UNLIKELY(NULL == link)) {
-        return OMPI_ERR_UNREACH;
-    }
     param.op_attr_mask = 0;
     if (NULL != req) {
         param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -117,8 +121,8 @@ static inline int xfer(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *w
         param.user_data = req;
         OPAL_THREAD_ADD_FETCH32(&req->outstanding, 1);
     }
-    sp = is_put ? ucp_put_nbx(link->ep, local, len, remote, link->data_rkey, &param)
-                : ucp_get_nbx(link->ep, local, len, remote, link->data_rkey, &param);
+    sp = is_put ? ucp_put_nbx(link->ep, local, len, remote, path->rkey, &param)
+                : ucp_get_nbx(link->ep, local, len, remote, path->rkey, &param);
     ompi_osc_ucxx_link_dirty(module, link, target);  /* counted once posted */
     if (OPAL_LIKELY(NULL == sp)) {           /* done already */
         if (NULL != req) ompi_osc_ucxx_request_op_done(req);
@@ -142,8 +146,9 @@ static int put_get(ompi_osc_ucxx_module_t *module, bool is_put, void *origin_add
                    ompi_osc_ucxx_request_t *req)
 {
     ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
+    ompi_osc_ucxx_path_t path;
     size_t origin_size, target_size;
-    uint64_t remote;
+    uint64_t remote, lo, hi;
     int rc;
 
     rc = ompi_osc_ucxx_check_access(module, target);
@@ -151,7 +156,7 @@ static int put_get(ompi_osc_ucxx_module_t *module, bool is_put, void *origin_add
         return rc;
     }
     rc = ompi_osc_ucxx_check_range(module, target, target_disp, target_count, target_dt,
-                                   &remote);
+                                   &remote, &lo, &hi);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
@@ -168,10 +173,14 @@ static int put_get(ompi_osc_ucxx_module_t *module, bool is_put, void *origin_add
     if (OPAL_UNLIKELY(NULL == worker)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    rc = ompi_osc_ucxx_resolve(module, worker, target, lo, hi, &path);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
 
     if (OPAL_LIKELY(ompi_datatype_is_contiguous_memory_layout(origin_dt, origin_count) &&
                     ompi_datatype_is_contiguous_memory_layout(target_dt, target_count))) {
-        return xfer(module, worker, target, is_put,
+        return xfer(module, &path, target, is_put,
                     (char *) origin_addr + origin_dt->super.true_lb,
                     remote + target_dt->super.true_lb, origin_size, req);
     }
@@ -185,7 +194,7 @@ static int put_get(ompi_osc_ucxx_module_t *module, bool is_put, void *origin_add
     ompi_osc_ucxx_dt_iter_init(&o, origin_addr, origin_count, origin_dt);
     ompi_osc_ucxx_dt_iter_init(&t, (void *) (uintptr_t) remote, target_count, target_dt);
     while (OMPI_SUCCESS == rc && ompi_osc_ucxx_dt_iter_pair(&o, &t, &lp, &rp, &len)) {
-        rc = xfer(module, worker, target, is_put, lp, rp, len, req);
+        rc = xfer(module, &path, target, is_put, lp, rp, len, req);
     }
     ompi_osc_ucxx_dt_iter_fini(&o);
     ompi_osc_ucxx_dt_iter_fini(&t);

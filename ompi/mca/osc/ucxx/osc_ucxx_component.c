@@ -140,7 +140,8 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
 {
     /* Flavors not implemented yet are declined so `--mca osc ucxx,sm,rdma`
      * hands them to the next component. */
-    if (MPI_WIN_FLAVOR_CREATE != flavor && MPI_WIN_FLAVOR_ALLOCATE != flavor) {
+    if (MPI_WIN_FLAVOR_CREATE != flavor && MPI_WIN_FLAVOR_ALLOCATE != flavor &&
+        MPI_WIN_FLAVOR_DYNAMIC != flavor) {
         OSC_UCXX_VERBOSE(10, "declining window flavor %d", flavor);
         return -1;
     }

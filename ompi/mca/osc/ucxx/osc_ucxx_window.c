@@ -15,8 +15,8 @@
 
 static const ompi_osc_base_module_t ucxx_module_template = {
     .osc_win_shared_query = NULL,
-    .osc_win_attach = NULL,
-    .osc_win_detach = NULL,
+    .osc_win_attach = ompi_osc_ucxx_attach,
+    .osc_win_detach = ompi_osc_ucxx_detach,
     .osc_free = ompi_osc_ucxx_free,
 
     .osc_put = ompi_osc_ucxx_put,
@@ -301,6 +301,7 @@ static void module_release(ompi_osc_ucxx_module_t *module)
             for (int i = 0; i < module->size; ++i) {
                 if (links[i].data_rkey) ucp_rkey_destroy(links[i].data_rkey);
                 if (links[i].state_rkey) ucp_rkey_destroy(links[i].state_rkey);
+                ompi_osc_ucxx_dyn_cache_free(links[i].dyn);
             }
             free(links);
         }
@@ -318,6 +319,7 @@ static void module_release(ompi_osc_ucxx_module_t *module)
             }
         }
     }
+    ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
     if (NULL != module->data_memh) ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     if (NULL != module->state_memh) ucp_mem_unmap(OSC_UCXX.context, module->state_memh);
     if (NULL != module->comm) ompi_comm_free(&module->comm);
@@ -332,6 +334,7 @@ static void module_release(ompi_osc_ucxx_module_t *module)
     OBJ_DESTRUCT(&module->sync_lock);
     OBJ_DESTRUCT(&module->acquire_lock);
     OBJ_DESTRUCT(&module->post_lock);
+    OBJ_DESTRUCT(&module->dyn_lock);
     free(module);
 }
 
@@ -356,6 +359,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     OBJ_CONSTRUCT(&module->sync_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->acquire_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
     module->win = win;
     module->flavor = flavor;
     module->disp_unit = disp_unit;
@@ -381,6 +385,9 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
             if (OMPI_SUCCESS != rc) goto fail;
         }
         *base = module->base;
+    } else if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
+        module->base = NULL;   /* displacements are addresses; memory comes by attach */
+        module->len = 0;
     } else {
         module->base = *base;
         if (size > 0) {
@@ -418,7 +425,8 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
 
     /* Can peers reach us one-sidedly?  Not into user memory; and if a
      * neighbour cannot be mapped, assume no peer can (same transports). */
-    module->serve = (MPI_WIN_FLAVOR_CREATE == flavor && size > 0);
+    module->serve = (MPI_WIN_FLAVOR_CREATE == flavor && size > 0) ||
+                    MPI_WIN_FLAVOR_DYNAMIC == flavor;
     if (!module->serve && module->size > 1) {
         int neighbour = (module->rank + 1) % module->size;
         module->serve = (NULL == ompi_osc_ucxx_direct_state(module, neighbour));

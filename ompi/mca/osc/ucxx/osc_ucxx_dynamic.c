@@ -1,0 +1,373 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Dynamic windows: MPI_Win_attach / MPI_Win_detach and finding a target's
+ * region from an origin.
+ *
+ * The target keeps its regions in a sorted array (no cap) and a generation
+ * counter in its state segment that every detach increments.  An origin
+ * caches, per (worker, window, target), the regions it has used with their
+ * unpacked rkeys, and the generation they belong to.  Each operation reads
+ * the target's generation (a plain load where the state segment is mapped,
+ * one atomic otherwise) and drops the cache when it changed, so memory that
+ * was detached is never reached through a stale registration: the lookup
+ * that follows fails with MPI_ERR_RMA_RANGE.  A region the cache lacks is
+ * asked for with one active message (never the whole table).
+ */
+
+#include "ompi_config.h"
+
+#include "osc_ucxx.h"
+
+/* ------------------------------------------------------------------------- */
+/* Target side */
+
+/* Index of a region containing [lo, hi), or -1.  Caller holds dyn_lock. */
+static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+{
+    int left = 0, right = module->nregions - 1, last = -1;
+
+    /* the last region starting at or below lo ... */
+    while (left <= right) {
+        int mid = (left + right) / 2;
+        if (module->regions[mid].base <= lo) {
+            last = mid;
+            left = mid + 1;
+        } else {
+            right = mid - 1;
+        }
+    }
+    /* ... or an earlier one, where regions overlap */
+    for (int i = last; i >= 0; --i) {
+        ompi_osc_ucxx_region_t *r = &module->regions[i];
+        if (hi <= r->base + r->len) return i;
+        if (r->base + module->dyn_max_len < lo) break;
+    }
+    return -1;
+}
+
+bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+{
+    bool found;
+    OPAL_THREAD_LOCK(&module->dyn_lock);
+    found = region_find(module, lo, hi) >= 0;
+    OPAL_THREAD_UNLOCK(&module->dyn_lock);
+    return found;
+}
+
+int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    ompi_osc_ucxx_region_t region = {.base = (uint64_t) (uintptr_t) base, .len = len};
+    ucp_mem_map_params_t params;
+    int pos;
+
+    if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor) {
+        return MPI_ERR_RMA_FLAVOR;
+    }
+    if (0 == len) {
+        return OMPI_SUCCESS;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.address = base;
+    params.length = len;
+    if (UCS_OK != ucp_mem_map(OSC_UCXX.context, &params, &region.memh)) {
+        return MPI_ERR_RMA_ATTACH;
+    }
+    if (UCS_OK != ucp_rkey_pack(OSC_UCXX.context, region.memh, &region.rkey,
+                                &region.rkey_len)) {
+        ucp_mem_unmap(OSC_UCXX.context, region.memh);
+        return MPI_ERR_RMA_ATTACH;
+    }
+
+    OPAL_THREAD_LOCK(&module->dyn_lock);
+    if (module->nregions == module->regions_cap) {
+        int cap = module->regions_cap ? 2 * module->regions_cap : 16;
+        void *tmp = realloc(module->regions, cap * sizeof(*module->regions));
+        if (NULL == tmp) {
+            OPAL_THREAD_UNLOCK(&module->dyn_lock);
+            ucp_rkey_buffer_release(region.rkey);
+            ucp_mem_unmap(OSC_UCXX.context, region.memh);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        module->regions = tmp;
+        module->regions_cap = cap;
+    }
+    for (pos = module->nregions; pos > 0 && module->regions[pos - 1].base > region.base; --pos) {
+    }
+    memmove(&module->regions[pos + 1], &module->regions[pos],
+            (module->nregions - pos) * sizeof(*module->regions));
+    module->regions[pos] = region;
+    module->nregions++;
+    if (len > module->dyn_max_len) module->dyn_max_len = len;
+    OPAL_THREAD_UNLOCK(&module->dyn_lock);
+    OSC_UCXX_VERBOSE(50, "window %u: attached %zu bytes at %p (%d regions)", module->cid, len,
+                     base, module->nregions);
+    return OMPI_SUCCESS;
+}
+
+static void region_release(ompi_osc_ucxx_region_t *region)
+{
+    ucp_rkey_buffer_release(region->rkey);
+    ucp_mem_unmap(OSC_UCXX.context, region->memh);
+}
+
+int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    uint64_t addr = (uint64_t) (uintptr_t) base;
+    ompi_osc_ucxx_region_t region;
+    int i;
+
+    if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor) {
+        return MPI_ERR_RMA_FLAVOR;
+    }
+    OPAL_THREAD_LOCK(&module->dyn_lock);
+    /* the most recent attachment at that address */
+    for (i = module->nregions - 1; i >= 0 && module->regions[i].base != addr; --i) {
+    }
+    if (i < 0) {
+        OPAL_THREAD_UNLOCK(&module->dyn_lock);
+        return MPI_ERR_BASE;
+    }
+    region = module->regions[i];
+    memmove(&module->regions[i], &module->regions[i + 1],
+            (module->nregions - i - 1) * sizeof(*module->regions));
+    module->nregions--;
+    /* Origins see the new generation before the memory can be reused. */
+    __atomic_fetch_add((uint64_t *) (module->state + OSC_UCXX_STATE_DYN_GEN), 1,
+                       __ATOMIC_ACQ_REL);
+    OPAL_THREAD_UNLOCK(&module->dyn_lock);
+    region_release(&region);
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module)
+{
+    for (int i = 0; i < module->nregions; ++i) {
+        region_release(&module->regions[i]);
+    }
+    free(module->regions);
+    module->regions = NULL;
+    module->nregions = 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Region lookup by active message */
+
+typedef struct {
+    ompi_osc_ucxx_am_hdr_t base;
+    uint64_t token;
+    uint64_t lo, hi;
+} region_req_t;
+
+typedef struct {
+    ompi_osc_ucxx_am_hdr_t base;
+    uint64_t token;
+    uint64_t gen;
+    uint64_t region_base, region_len;
+    uint32_t found;
+    uint32_t rkey_len;
+} region_reply_t;
+
+typedef struct {
+    volatile bool done;
+    region_reply_t reply;
+    char rkey[OSC_UCXX_MAX_RKEY];
+} region_wait_t;
+
+static int region_req_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size_t len,
+                              bool deferred)
+{
+    region_req_t *req = (region_req_t *) buf;
+    char msg[sizeof(region_reply_t) + OSC_UCXX_MAX_RKEY];
+    region_reply_t *reply = (region_reply_t *) msg;
+    int i;
+
+    memset(reply, 0, sizeof(*reply));
+    reply->base.cid = module->cid;
+    reply->base.from = module->rank;
+    reply->token = req->token;
+    OPAL_THREAD_LOCK(&module->dyn_lock);
+    reply->gen = __atomic_load_n((uint64_t *) (module->state + OSC_UCXX_STATE_DYN_GEN),
+                                 __ATOMIC_ACQUIRE);
+    i = region_find(module, req->lo, req->hi);
+    if (i >= 0 && module->regions[i].rkey_len <= OSC_UCXX_MAX_RKEY) {
+        reply->found = 1;
+        reply->region_base = module->regions[i].base;
+        reply->region_len = module->regions[i].len;
+        reply->rkey_len = module->regions[i].rkey_len;
+        memcpy(reply + 1, module->regions[i].rkey, reply->rkey_len);
+    }
+    OPAL_THREAD_UNLOCK(&module->dyn_lock);
+    return ompi_osc_ucxx_am_reply(module, from, OSC_UCXX_AM_REGION_REPLY, reply, sizeof(*reply),
+                                  sizeof(*reply) + reply->rkey_len, deferred);
+}
+
+static int region_reply_handler(ompi_osc_ucxx_module_t *module, int from, void *buf,
+                                size_t len, bool deferred)
+{
+    region_reply_t *reply = (region_reply_t *) buf;
+    region_wait_t *wait = (region_wait_t *) (uintptr_t) reply->token;
+
+    wait->reply = *reply;
+    memcpy(wait->rkey, reply + 1, reply->rkey_len);
+    opal_atomic_wmb();
+    wait->done = true;
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_ucxx_dyn_am_init(void)
+{
+    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REQ, region_req_handler);
+    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REPLY, region_reply_handler);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Origin side */
+
+static void cache_clear(ompi_osc_ucxx_dyncache_t *cache, uint64_t gen)
+{
+    for (int i = 0; i < cache->count; ++i) {
+        ucp_rkey_destroy(cache->entries[i].rkey);
+    }
+    cache->count = 0;
+    cache->gen = gen;
+}
+
+void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache)
+{
+    if (NULL != cache) {
+        cache_clear(cache, 0);
+        free(cache->entries);
+        free(cache);
+    }
+}
+
+static ucp_rkey_h cache_find(ompi_osc_ucxx_dyncache_t *cache, uint64_t lo, uint64_t hi)
+{
+    int left = 0, right = cache->count - 1, last = -1;
+    while (left <= right) {
+        int mid = (left + right) / 2;
+        if (cache->entries[mid].base <= lo) {
+            last = mid;
+            left = mid + 1;
+        } else {
+            right = mid - 1;
+        }
+    }
+    for (int i = last; i >= 0 && i > last - 8; --i) {
+        if (hi <= cache->entries[i].base + cache->entries[i].len) return cache->entries[i].rkey;
+    }
+    return NULL;
+}
+
+static int cache_add(ompi_osc_ucxx_dyncache_t *cache, uint64_t base, uint64_t len,
+                     ucp_rkey_h rkey)
+{
+    int pos;
+    if (cache->count == cache->cap) {
+        int cap = cache->cap ? 2 * cache->cap : 8;
+        void *tmp = realloc(cache->entries, cap * sizeof(*cache->entries));
+        if (NULL == tmp) return OMPI_ERR_OUT_OF_RESOURCE;
+        cache->entries = tmp;
+        cache->cap = cap;
+    }
+    for (pos = cache->count; pos > 0 && cache->entries[pos - 1].base > base; --pos) {
+    }
+    memmove(&cache->entries[pos + 1], &cache->entries[pos],
+            (cache->count - pos) * sizeof(*cache->entries));
+    cache->entries[pos].base = base;
+    cache->entries[pos].len = len;
+    cache->entries[pos].rkey = rkey;
+    cache->count++;
+    return OMPI_SUCCESS;
+}
+
+static int target_generation(ompi_osc_ucxx_module_t *module, int target, uint64_t *gen)
+{
+    char *state = ompi_osc_ucxx_direct_state(module, target);
+    if (NULL != state) {
+        *gen = __atomic_load_n((uint64_t *) (state + OSC_UCXX_STATE_DYN_GEN), __ATOMIC_ACQUIRE);
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_ucxx_state_atomic(module, target, OSC_UCXX_STATE_DYN_GEN, UCP_ATOMIC_OP_ADD,
+                                      0, 0, gen);
+}
+
+static int region_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                         int target, uint64_t lo, uint64_t hi, region_wait_t *wait)
+{
+    region_req_t *req = malloc(sizeof(*req));
+    int rc;
+
+    if (NULL == req) return OMPI_ERR_OUT_OF_RESOURCE;
+    req->base.cid = module->cid;
+    req->base.from = module->rank;
+    req->token = (uint64_t) (uintptr_t) wait;
+    req->lo = lo;
+    req->hi = hi;
+    wait->done = false;
+    rc = ompi_osc_ucxx_am_send(module, worker, target, OSC_UCXX_AM_REGION_REQ, req,
+                               sizeof(*req), sizeof(*req));
+    while (OMPI_SUCCESS == rc && !wait->done) {
+        ucp_worker_progress(worker->ucp);
+        opal_progress();
+    }
+    opal_atomic_rmb();
+    return rc;
+}
+
+int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                              int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
+{
+    ompi_osc_ucxx_dyncache_t *cache;
+    region_wait_t wait;
+    uint64_t gen;
+    ucp_rkey_h rkey;
+    int rc;
+
+    if (target == module->rank) {
+        /* our own memory: check it is attached, then use it directly */
+        if (!ompi_osc_ucxx_dyn_contains(module, lo, hi)) return OMPI_ERR_RMA_RANGE;
+        path->mapped = true;
+        path->delta = 0;
+        return OMPI_SUCCESS;
+    }
+    path->mapped = false;
+    path->link = ompi_osc_ucxx_link(module, worker, target);
+    if (NULL == path->link) return OMPI_ERR_UNREACH;
+    cache = path->link->dyn;
+    if (NULL == cache) {
+        cache = path->link->dyn = calloc(1, sizeof(*cache));
+        if (NULL == cache) return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    rc = target_generation(module, target, &gen);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (gen != cache->gen) {
+        cache_clear(cache, gen);  /* something was detached: trust nothing cached */
+    }
+    rkey = cache_find(cache, lo, hi);
+    if (NULL == rkey) {
+        rc = region_lookup(module, worker, target, lo, hi, &wait);
+        if (OMPI_SUCCESS != rc) return rc;
+        if (!wait.reply.found) {
+            OSC_UCXX_VERBOSE(20, "window %u: [%#" PRIx64 ", %#" PRIx64 ") not attached at %d",
+                             module->cid, lo, hi, target);
+            return OMPI_ERR_RMA_RANGE;
+        }
+        if (wait.reply.gen != cache->gen) cache_clear(cache, wait.reply.gen);
+        if (UCS_OK != ucp_ep_rkey_unpack(path->link->ep, wait.rkey, &rkey)) {
+            return OMPI_ERROR;
+        }
+        rc = cache_add(cache, wait.reply.region_base, wait.reply.region_len, rkey);
+        if (OMPI_SUCCESS != rc) {
+            ucp_rkey_destroy(rkey);
+            return rc;
+        }
+    }
+    path->rkey = rkey;
+    return OMPI_SUCCESS;
+}
