@@ -178,4 +178,37 @@ static inline const char *tu_err_class_name(int cls)
     }
 }
 
+/* ---- Helpers for the extension tests (ext_*, mpix/mpix_ucxx.h) ------------ */
+#include <stdarg.h>
+
+/* Value of info key `key` of window `win` into buf (len bytes); 1 if the key is set. */
+static inline int tu_win_info_get(MPI_Win win, const char *key, char *buf, int len)
+{
+    MPI_Info info = MPI_INFO_NULL;
+    int flag = 0;
+    buf[0] = '\0';
+    if (MPI_SUCCESS != MPI_Win_get_info(win, &info)) return 0;
+    MPI_Info_get(info, (char *) key, len - 1, buf, &flag);
+    MPI_Info_free(&info);
+    if (!flag) buf[0] = '\0';
+    return flag;
+}
+
+/* New MPI_Info from key/value string pairs, NULL-terminated:
+ * tu_info_new("mpi_win_scope", "thread", NULL).  No pairs: an empty info. */
+static inline MPI_Info tu_info_new(const char *key, ...)
+{
+    MPI_Info info;
+    va_list ap;
+    MPI_Info_create(&info);
+    va_start(ap, key);
+    while (key) {
+        const char *value = va_arg(ap, const char *);
+        MPI_Info_set(info, (char *) key, (char *) value);
+        key = va_arg(ap, const char *);
+    }
+    va_end(ap);
+    return info;
+}
+
 #endif

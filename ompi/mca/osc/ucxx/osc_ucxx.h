@@ -44,6 +44,8 @@
 #include "ompi/request/request.h"
 #include "ompi/win/win.h"
 
+#include "osc_ucxx_ext.h"
+
 BEGIN_C_DECLS
 
 /* ------------------------------------------------------------------------- */
@@ -78,6 +80,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool tls_key_created;
     opal_hash_table_t peer_addrs;  /* proc name -> ompi_osc_ucxx_addr_t */
     opal_hash_table_t windows;     /* communicator id -> module */
+    struct ompi_osc_ucxx_module_t *zombies;  /* kept until finalize (see core_release) */
     opal_free_list_t requests;
     bool progress_registered;
     int num_modules;
@@ -225,9 +228,13 @@ typedef struct ompi_osc_ucxx_lock_t {
     bool taken;              /* false under MPI_MODE_NOCHECK */
 } ompi_osc_ucxx_lock_t;
 
+/* The shared core of a window: memory, peers, links and epochs.  Every
+ * MPI_Win handle on it (the one MPI_Win_create & co. made, duplicates from
+ * MPIX_Win_dup_with_info) is a view (below) holding a reference. */
 typedef struct ompi_osc_ucxx_module_t {
-    ompi_osc_base_module_t super;
-    struct ompi_win_t *win;
+    volatile int32_t refcount;      /* views on this core */
+    bool original_freed;            /* the collective handle is gone */
+    struct ompi_osc_ucxx_module_t *next_zombie;
     ompi_communicator_t *comm;
     uint32_t cid;
     int rank;
@@ -255,7 +262,6 @@ typedef struct ompi_osc_ucxx_module_t {
     bool no_locks;
     bool same_size;
     bool same_disp_unit;
-    bool acc_ordered;        /* accumulate_ordering is not "none" */
     volatile int32_t am_outstanding;  /* accumulates sent as active messages, not acked */
 
     /* Epochs.  The flags are read without the lock on the fast path.
@@ -285,7 +291,34 @@ typedef struct ompi_osc_ucxx_module_t {
     uint64_t dyn_max_len;
 } ompi_osc_ucxx_module_t;
 
-#define OSC_UCXX_MODULE(win) ((ompi_osc_ucxx_module_t *) (win)->w_osc_module)
+/* One MPI_Win handle on a core, with the settings that may differ between
+ * handles.  super must come first (Open MPI calls through it), then the
+ * magic and extension table that libmpix_ucxx recognizes us by. */
+typedef struct ompi_osc_ucxx_view_t {
+    ompi_osc_base_module_t super;
+    uint64_t magic;
+    const struct ompi_osc_ucxx_ext_t *ext;
+    ompi_osc_ucxx_module_t *core;
+    bool original;           /* made collectively: its free is collective too */
+    bool scope_thread;       /* mpi_win_scope=thread: flushes cover this thread only */
+    bool ordered;            /* mpi_win_order=true */
+    bool acc_ordered;        /* accumulate_ordering is not "none" */
+    bool assert_intrinsic;   /* mpi_assert_accumulate_intrinsic=true */
+    bool acc_single_intrinsic;
+    /* Memory-handle windows: one target, displacements from the handle's base */
+    bool memhandle;
+    int mh_target;
+    uint64_t mh_base, mh_size;
+    int mh_disp_unit;
+} ompi_osc_ucxx_view_t;
+
+#define OSC_UCXX_VIEW(win) ((ompi_osc_ucxx_view_t *) (win)->w_osc_module)
+#define OSC_UCXX_MODULE(win) (OSC_UCXX_VIEW(win)->core)
+
+/* The worker an operation through this view goes on: under
+ * mpi_win_order=true with process scope, every thread shares one ordered
+ * stream (the main worker). */
+static inline struct ompi_osc_ucxx_worker_t *ompi_osc_ucxx_view_worker(ompi_osc_ucxx_view_t *view);
 
 /* Window creation and destruction (osc_ucxx_window.c) */
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
@@ -390,6 +423,14 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
     return OMPI_SUCCESS;
 }
 
+static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_view_worker(ompi_osc_ucxx_view_t *view)
+{
+    if (OPAL_UNLIKELY(view->ordered && !view->scope_thread)) {
+        return OSC_UCXX.main_worker;
+    }
+    return ompi_osc_ucxx_worker_self();
+}
+
 /* ------------------------------------------------------------------------- */
 /* Requests                                                                  */
 
@@ -432,6 +473,28 @@ int ompi_osc_ucxx_rget(void *origin_addr, int origin_count, struct ompi_datatype
                        int target, ptrdiff_t target_disp, int target_count,
                        struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
                        struct ompi_request_t **request);
+
+/* The data path with a view's settings (R*, Rr* and the plain calls) */
+int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr,
+                          int origin_count, struct ompi_datatype_t *origin_dt, int target,
+                          ptrdiff_t target_disp, int target_count,
+                          struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req);
+int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
+                      struct ompi_datatype_t *origin_dt, void *result_addr, int result_count,
+                      struct ompi_datatype_t *result_dt, int target, ptrdiff_t target_disp,
+                      int target_count, struct ompi_datatype_t *target_dt,
+                      struct ompi_op_t *op, bool fetch, ompi_osc_ucxx_request_t *req);
+bool ompi_osc_ucxx_intrinsic(ompi_osc_ucxx_module_t *module);
+int ompi_osc_ucxx_view_range(ompi_osc_ucxx_view_t *view, int target, ptrdiff_t disp, int count,
+                             struct ompi_datatype_t *dt, uint64_t *remote, uint64_t *lo,
+                             uint64_t *hi);
+
+/* Views, the extension table (osc_ucxx_window.c, osc_ucxx_ext.c) */
+ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool original);
+void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective);
+void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
+void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
+extern const struct ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext;
 
 /* Accumulates (osc_ucxx_accumulate.c) */
 int ompi_osc_ucxx_accumulate(const void *origin_addr, int origin_count,
@@ -482,7 +545,8 @@ int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_all(struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_local(int target, struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_local_all(struct ompi_win_t *win);
-int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target);
+int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
+                               ompi_osc_ucxx_worker_t *only);
 int ompi_osc_ucxx_lock_all_acquire(ompi_osc_ucxx_module_t *module, int target);
 
 /* Active messages (osc_ucxx_am.c) */

@@ -645,12 +645,35 @@ static int acc_am(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t
     return NULL == vals ? OMPI_ERR_OUT_OF_RESOURCE : rc;
 }
 
-static int acc_common(ompi_osc_ucxx_module_t *module, const void *origin_addr,
+/* mpi_assert_accumulate_intrinsic: only what runs without the target CPU.
+ * That is everything where the target's memory is mapped (origin-side CPU
+ * atomics and stripe locks), nothing where UCX emulates or the target
+ * applies active messages. */
+bool ompi_osc_ucxx_intrinsic(ompi_osc_ucxx_module_t *module)
+{
+    return !module->serve;
+}
+
+static int check_intrinsic(ompi_osc_ucxx_view_t *view)
+{
+    static bool warned = false;
+    if (!view->assert_intrinsic || ompi_osc_ucxx_intrinsic(view->core)) {
+        return OMPI_SUCCESS;
+    }
+    if (!warned) {
+        warned = true;
+        opal_show_help("help-osc-ucxx.txt", "op not intrinsic", true);
+    }
+    return MPI_ERR_OP;
+}
+
+int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
                       int origin_count, ompi_datatype_t *origin_dt, void *result_addr,
                       int result_count, ompi_datatype_t *result_dt, int target,
                       ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
                       ompi_op_t *op, bool fetch, ompi_osc_ucxx_request_t *req)
 {
+    ompi_osc_ucxx_module_t *module = view->core;
     acc_t a = {.module = module, .target = target, .op = op, .fetch = fetch, .req = req};
     ptrdiff_t lb, extent, true_lb, true_extent;
     uint64_t remote, lo, hi;
@@ -665,8 +688,10 @@ static int acc_common(ompi_osc_ucxx_module_t *module, const void *origin_addr,
         (!is_no_op(op) && NULL != origin_dt && element_type(origin_dt) != a.elem)) {
         return MPI_ERR_OP;
     }
-    rc = ompi_osc_ucxx_check_range(module, target, target_disp, target_count, target_dt,
-                                   &remote, &lo, &hi);
+    rc = check_intrinsic(view);
+    if (OMPI_SUCCESS != rc) return rc;
+    rc = ompi_osc_ucxx_view_range(view, target, target_disp, target_count, target_dt, &remote,
+                                  &lo, &hi);
     if (OMPI_SUCCESS != rc) return rc;
     ompi_datatype_type_size(target_dt, &tsize);
     if (0 == tsize * target_count) return OMPI_SUCCESS;
@@ -679,7 +704,7 @@ static int acc_common(ompi_osc_ucxx_module_t *module, const void *origin_addr,
     a.hw = (4 == a.width || 8 == a.width) && esize == a.width &&
            0 == (remote + true_lb) % a.width && 0 == extent % a.width;
 
-    a.worker = ompi_osc_ucxx_worker_self();
+    a.worker = ompi_osc_ucxx_view_worker(view);
     if (NULL == a.worker) return OMPI_ERR_OUT_OF_RESOURCE;
     rc = ompi_osc_ucxx_resolve(module, a.worker, target, lo, hi, &a.path);
     if (OMPI_SUCCESS != rc) return rc;
@@ -687,14 +712,14 @@ static int acc_common(ompi_osc_ucxx_module_t *module, const void *origin_addr,
         size_t nelem = tsize * target_count / esize;
         if (!a.hw || nelem > 1) {
             /* Many elements or no atomic for the type: the target applies it. */
-            if (module->acc_ordered) {
-                rc = ompi_osc_ucxx_flush_module(module, target);  /* earlier atomics first */
+            if (view->acc_ordered || view->ordered) {
+                rc = ompi_osc_ucxx_flush_module(module, target, NULL);  /* earlier atomics first */
                 if (OMPI_SUCCESS != rc) return rc;
             }
             return acc_am(&a, (void *) origin_addr, origin_count, origin_dt, NULL, result_addr,
                           result_count, result_dt, remote, target_count, target_dt);
         }
-        if (module->acc_ordered) {
+        if (view->acc_ordered || view->ordered) {
             /* after earlier accumulates, whichever path they took */
             while (module->am_outstanding > 0) opal_progress();
             ucp_worker_fence(a.worker->ucp);
@@ -720,8 +745,8 @@ int ompi_osc_ucxx_accumulate(const void *origin_addr, int origin_count,
                              struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
                              struct ompi_win_t *win)
 {
-    return acc_common(OSC_UCXX_MODULE(win), origin_addr, origin_count, origin_dt, NULL, 0,
-                      NULL, target, target_disp, target_count, target_dt, op, false, NULL);
+    return ompi_osc_ucxx_acc(OSC_UCXX_VIEW(win), origin_addr, origin_count, origin_dt, NULL, 0,
+                             NULL, target, target_disp, target_count, target_dt, op, false, NULL);
 }
 
 int ompi_osc_ucxx_get_accumulate(const void *origin_addr, int origin_count,
@@ -731,17 +756,17 @@ int ompi_osc_ucxx_get_accumulate(const void *origin_addr, int origin_count,
                                  struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
                                  struct ompi_win_t *win)
 {
-    return acc_common(OSC_UCXX_MODULE(win), origin_addr, origin_count, origin_dt, result_addr,
-                      result_count, result_dt, target, target_disp, target_count, target_dt,
-                      op, true, NULL);
+    return ompi_osc_ucxx_acc(OSC_UCXX_VIEW(win), origin_addr, origin_count, origin_dt,
+                             result_addr, result_count, result_dt, target, target_disp,
+                             target_count, target_dt, op, true, NULL);
 }
 
 int ompi_osc_ucxx_fetch_and_op(const void *origin_addr, void *result_addr,
                                struct ompi_datatype_t *dt, int target, ptrdiff_t target_disp,
                                struct ompi_op_t *op, struct ompi_win_t *win)
 {
-    return acc_common(OSC_UCXX_MODULE(win), origin_addr, 1, dt, result_addr, 1, dt, target,
-                      target_disp, 1, dt, op, true, NULL);
+    return ompi_osc_ucxx_acc(OSC_UCXX_VIEW(win), origin_addr, 1, dt, result_addr, 1, dt, target,
+                             target_disp, 1, dt, op, true, NULL);
 }
 
 static int racc_common(struct ompi_win_t *win, const void *origin_addr, int origin_count,
@@ -751,9 +776,10 @@ static int racc_common(struct ompi_win_t *win, const void *origin_addr, int orig
                        struct ompi_request_t **request)
 {
     ompi_osc_ucxx_request_t *req;
-    int rc = ompi_osc_ucxx_request_alloc(win, ompi_osc_ucxx_worker_self(), &req);
+    int rc = ompi_osc_ucxx_request_alloc(win, ompi_osc_ucxx_view_worker(OSC_UCXX_VIEW(win)),
+                                         &req);
     if (OMPI_SUCCESS != rc) return rc;
-    rc = acc_common(OSC_UCXX_MODULE(win), origin_addr, origin_count, origin_dt, result_addr,
+    rc = ompi_osc_ucxx_acc(OSC_UCXX_VIEW(win), origin_addr, origin_count, origin_dt, result_addr,
                     result_count, result_dt, target, target_disp, target_count, target_dt, op,
                     fetch, req);
     if (OMPI_SUCCESS != rc) {
@@ -791,7 +817,8 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
                                    void *result_addr, struct ompi_datatype_t *dt, int target,
                                    ptrdiff_t target_disp, struct ompi_win_t *win)
 {
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    ompi_osc_ucxx_module_t *module = view->core;
     acc_t a = {.module = module, .target = target, .op = &ompi_mpi_op_replace.op,
                .elem = dt, .fetch = true};
     uint64_t remote, lo, hi;
@@ -801,16 +828,18 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     rc = ompi_osc_ucxx_check_access(module, target);
     if (OMPI_SUCCESS != rc) return rc;
     if (!ompi_datatype_is_predefined(dt)) return MPI_ERR_TYPE;
-    rc = ompi_osc_ucxx_check_range(module, target, target_disp, 1, dt, &remote, &lo, &hi);
+    rc = check_intrinsic(view);
+    if (OMPI_SUCCESS != rc) return rc;
+    rc = ompi_osc_ucxx_view_range(view, target, target_disp, 1, dt, &remote, &lo, &hi);
     if (OMPI_SUCCESS != rc) return rc;
     ompi_datatype_type_size(dt, &size);
     a.width = size;
     a.hw = (4 == size || 8 == size) && 0 == remote % size;
-    a.worker = ompi_osc_ucxx_worker_self();
+    a.worker = ompi_osc_ucxx_view_worker(view);
     if (NULL == a.worker) return OMPI_ERR_OUT_OF_RESOURCE;
     rc = ompi_osc_ucxx_resolve(module, a.worker, target, lo, hi, &a.path);
     if (OMPI_SUCCESS != rc) return rc;
-    if (!a.path.mapped && module->acc_ordered) {
+    if (!a.path.mapped && (view->acc_ordered || view->ordered)) {
         while (module->am_outstanding > 0) opal_progress();
         ucp_worker_fence(a.worker->ucp);
     }

@@ -39,7 +39,7 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
     }
     /* Nothing can precede: no operations of ours to complete. */
     if (!(assert & MPI_MODE_NOPRECEDE)) {
-        rc = ompi_osc_ucxx_flush_module(module, -1);
+        rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
         if (OMPI_SUCCESS != rc) return rc;
     }
     rc = barrier(module);
@@ -158,7 +158,7 @@ int ompi_osc_ucxx_complete(struct ompi_win_t *win)
         return OMPI_ERR_RMA_SYNC;
     }
     /* Our operations land first; then each target learns we are done. */
-    rc = ompi_osc_ucxx_flush_module(module, -1);
+    rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
     for (int i = 0; OMPI_SUCCESS == rc && i < module->start_count; ++i) {
         rc = ompi_osc_ucxx_state_atomic(module, module->start_ranks[i],
                                         OSC_UCXX_STATE_COMPLETE, UCP_ATOMIC_OP_ADD, 1, 0,

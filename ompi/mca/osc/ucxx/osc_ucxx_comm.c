@@ -93,6 +93,32 @@ int ompi_osc_ucxx_check_range(ompi_osc_ucxx_module_t *module, int target, ptrdif
     return OMPI_SUCCESS;
 }
 
+/* check_range through a view: a memory-handle window names one target and
+ * counts displacements from the handle's base, within the handle's size. */
+int ompi_osc_ucxx_view_range(ompi_osc_ucxx_view_t *view, int target, ptrdiff_t disp, int count,
+                             struct ompi_datatype_t *dt, uint64_t *remote, uint64_t *lo,
+                             uint64_t *hi)
+{
+    int rc;
+    if (OPAL_LIKELY(!view->memhandle)) {
+        return ompi_osc_ucxx_check_range(view->core, target, disp, count, dt, remote, lo, hi);
+    }
+    if (target != view->mh_target) {
+        return MPI_ERR_RANK;
+    }
+    if (disp < 0) {
+        return OMPI_ERR_RMA_RANGE;
+    }
+    rc = ompi_osc_ucxx_check_range(view->core, target,
+                                   (ptrdiff_t) view->mh_base + disp * view->mh_disp_unit, count,
+                                   dt, remote, lo, hi);
+    if (OMPI_SUCCESS == rc && count > 0 &&
+        (*lo < view->mh_base || *hi > view->mh_base + view->mh_size)) {
+        rc = OMPI_ERR_RMA_RANGE;
+    }
+    return rc;
+}
+
 /* ------------------------------------------------------------------------- */
 /* One contiguous transfer */
 
@@ -140,12 +166,18 @@ static inline int xfer(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_path_t *pat
 /* ------------------------------------------------------------------------- */
 /* Put and get, any datatypes */
 
-static int put_get(ompi_osc_ucxx_module_t *module, bool is_put, void *origin_addr,
-                   int origin_count, struct ompi_datatype_t *origin_dt, int target,
-                   ptrdiff_t target_disp, int target_count, struct ompi_datatype_t *target_dt,
-                   ompi_osc_ucxx_request_t *req)
+static int put_get_pieces(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_path_t *path,
+                          int target, bool is_put, void *origin_addr, int origin_count,
+                          struct ompi_datatype_t *origin_dt, uint64_t remote, int target_count,
+                          struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req);
+
+int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr,
+                          int origin_count, struct ompi_datatype_t *origin_dt, int target,
+                          ptrdiff_t target_disp, int target_count,
+                          struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req)
 {
-    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
+    ompi_osc_ucxx_module_t *module = view->core;
+    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_view_worker(view);
     ompi_osc_ucxx_path_t path;
     size_t origin_size, target_size;
     uint64_t remote, lo, hi;
@@ -155,8 +187,8 @@ static int put_get(ompi_osc_ucxx_module_t *module, bool is_put, void *origin_add
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    rc = ompi_osc_ucxx_check_range(module, target, target_disp, target_count, target_dt,
-                                   &remote, &lo, &hi);
+    rc = ompi_osc_ucxx_view_range(view, target, target_disp, target_count, target_dt, &remote,
+                                  &lo, &hi);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
@@ -180,21 +212,36 @@ static int put_get(ompi_osc_ucxx_module_t *module, bool is_put, void *origin_add
 
     if (OPAL_LIKELY(ompi_datatype_is_contiguous_memory_layout(origin_dt, origin_count) &&
                     ompi_datatype_is_contiguous_memory_layout(target_dt, target_count))) {
-        return xfer(module, &path, target, is_put,
-                    (char *) origin_addr + origin_dt->super.true_lb,
-                    remote + target_dt->super.true_lb, origin_size, req);
+        rc = xfer(module, &path, target, is_put, (char *) origin_addr + origin_dt->super.true_lb,
+                  remote + target_dt->super.true_lb, origin_size, req);
+    } else {
+        rc = put_get_pieces(module, &path, target, is_put, origin_addr, origin_count,
+                            origin_dt, remote, target_count, target_dt, req);
     }
+    if (OPAL_UNLIKELY(view->ordered) && !path.mapped) {
+        /* mpi_win_order: later operations land after this one */
+        ucp_worker_fence(worker->ucp);
+    }
+    return rc;
+}
 
-    /* Walk both layouts at once, one transfer per matching piece. */
+/* Walk both layouts at once, one transfer per matching piece. */
+static int put_get_pieces(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_path_t *path,
+                          int target, bool is_put, void *origin_addr, int origin_count,
+                          struct ompi_datatype_t *origin_dt, uint64_t remote, int target_count,
+                          struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req)
+{
+
     ompi_osc_ucxx_dt_iter_t o, t;
     char *lp;
     uint64_t rp;
     size_t len;
+    int rc = OMPI_SUCCESS;
 
     ompi_osc_ucxx_dt_iter_init(&o, origin_addr, origin_count, origin_dt);
     ompi_osc_ucxx_dt_iter_init(&t, (void *) (uintptr_t) remote, target_count, target_dt);
     while (OMPI_SUCCESS == rc && ompi_osc_ucxx_dt_iter_pair(&o, &t, &lp, &rp, &len)) {
-        rc = xfer(module, &path, target, is_put, lp, rp, len, req);
+        rc = xfer(module, path, target, is_put, lp, rp, len, req);
     }
     ompi_osc_ucxx_dt_iter_fini(&o);
     ompi_osc_ucxx_dt_iter_fini(&t);
@@ -206,16 +253,16 @@ int ompi_osc_ucxx_put(const void *origin_addr, int origin_count,
                       int target_count, struct ompi_datatype_t *target_dt,
                       struct ompi_win_t *win)
 {
-    return put_get(OSC_UCXX_MODULE(win), true, (void *) origin_addr, origin_count, origin_dt,
-                   target, target_disp, target_count, target_dt, NULL);
+    return ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), true, (void *) origin_addr, origin_count,
+                                 origin_dt, target, target_disp, target_count, target_dt, NULL);
 }
 
 int ompi_osc_ucxx_get(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
                       int target, ptrdiff_t target_disp, int target_count,
                       struct ompi_datatype_t *target_dt, struct ompi_win_t *win)
 {
-    return put_get(OSC_UCXX_MODULE(win), false, origin_addr, origin_count, origin_dt, target,
-                   target_disp, target_count, target_dt, NULL);
+    return ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), false, origin_addr, origin_count,
+                                 origin_dt, target, target_disp, target_count, target_dt, NULL);
 }
 
 /* Request-based: the request completes when every piece is locally complete
@@ -225,15 +272,15 @@ static int rput_rget(struct ompi_win_t *win, bool is_put, void *origin_addr, int
                      int target_count, struct ompi_datatype_t *target_dt,
                      struct ompi_request_t **request)
 {
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
     ompi_osc_ucxx_request_t *req;
     int rc;
 
-    rc = ompi_osc_ucxx_request_alloc(win, ompi_osc_ucxx_worker_self(), &req);
+    rc = ompi_osc_ucxx_request_alloc(win, ompi_osc_ucxx_view_worker(view), &req);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    rc = put_get(module, is_put, origin_addr, origin_count, origin_dt, target, target_disp,
+    rc = ompi_osc_ucxx_put_get(view, is_put, origin_addr, origin_count, origin_dt, target, target_disp,
                  target_count, target_dt, req);
     if (OMPI_SUCCESS != rc) {
         ompi_osc_ucxx_request_abandon(req);

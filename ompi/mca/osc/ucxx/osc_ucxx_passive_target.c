@@ -134,7 +134,8 @@ static void flush_set_add(flush_set_t *set, ompi_osc_ucxx_worker_t *worker,
  * yet covered by a completed flush, and only those.  (Endpoint flushes, not
  * worker flushes: UCX 1.13's worker flush was seen returning before emulated
  * gets had landed.) */
-int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target)
+int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
+                               ompi_osc_ucxx_worker_t *only)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     ucp_request_param_t param = {.op_attr_mask = 0};
@@ -143,9 +144,12 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target)
     int last = target < 0 ? module->size : target + 1;
 
     set.items = set.stack;
-    ompi_osc_ucxx_serve(module);
+    if (NULL == only) {
+        ompi_osc_ucxx_serve(module);  /* thread scope touches nothing shared */
+    }
     for (int w = 0; w < tab->cap; ++w) {
         ompi_osc_ucxx_link_t *links = tab->links[w];
+        if (NULL != only && w != only->index) continue;
         if (NULL == links) continue;
         ompi_osc_ucxx_link_t *row = &links[module->size];
         ompi_osc_ucxx_worker_t *worker = row->worker;
@@ -197,18 +201,27 @@ static int check_passive(ompi_osc_ucxx_module_t *module, int target)
     return OMPI_ERR_RMA_SYNC;
 }
 
+/* The workers a flush through this view covers: all that touched the window
+ * (process scope), or only the calling thread's (mpi_win_scope=thread). */
+static ompi_osc_ucxx_worker_t *flush_scope(ompi_osc_ucxx_view_t *view)
+{
+    return view->scope_thread ? ompi_osc_ucxx_worker_self() : NULL;
+}
+
 int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win)
 {
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
-    int rc = check_passive(module, target);
-    return OMPI_SUCCESS == rc ? ompi_osc_ucxx_flush_module(module, target) : rc;
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    int rc = check_passive(view->core, target);
+    return OMPI_SUCCESS == rc ? ompi_osc_ucxx_flush_module(view->core, target, flush_scope(view))
+                              : rc;
 }
 
 int ompi_osc_ucxx_flush_all(struct ompi_win_t *win)
 {
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
-    int rc = check_passive(module, -1);
-    return OMPI_SUCCESS == rc ? ompi_osc_ucxx_flush_module(module, -1) : rc;
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    int rc = check_passive(view->core, -1);
+    return OMPI_SUCCESS == rc ? ompi_osc_ucxx_flush_module(view->core, -1, flush_scope(view))
+                              : rc;
 }
 
 /* UCX reports no local completion apart from remote completion for
@@ -302,7 +315,7 @@ int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
         return OMPI_ERR_RMA_SYNC;
     }
 
-    rc = ompi_osc_ucxx_flush_module(module, target);
+    rc = ompi_osc_ucxx_flush_module(module, target, NULL);
     if (OMPI_SUCCESS == rc && lock.taken) {
         rc = lock_release(module, target, lock.type);
     }
@@ -380,7 +393,7 @@ int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
     if (!(module->epoch & OSC_UCXX_EPOCH_LOCK_ALL)) {
         return OMPI_ERR_RMA_SYNC;
     }
-    rc = ompi_osc_ucxx_flush_module(module, -1);
+    rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
     OPAL_THREAD_LOCK(&module->acquire_lock);
     for (int i = 0; i < module->lock_all_count; ++i) {
         int r = lock_release(module, module->lock_all_list[i], MPI_LOCK_SHARED);

@@ -87,9 +87,9 @@ static char *info_same_disp_unit(opal_infosubscriber_t *obj, char *key, char *va
 
 static char *info_acc_ordering(opal_infosubscriber_t *obj, char *key, char *value)
 {
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE((struct ompi_win_t *) obj);
-    module->acc_ordered = (NULL == value || 0 != strcmp(value, "none"));
-    return module->acc_ordered ? "rar,raw,war,waw" : "none";
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
+    view->acc_ordered = (NULL == value || 0 != strcmp(value, "none"));
+    return view->acc_ordered ? "rar,raw,war,waw" : "none";
 }
 
 /* Accepted and reported; every op is correct whatever is promised. */
@@ -99,6 +99,28 @@ static char *info_acc_ops(opal_infosubscriber_t *obj, char *key, char *value)
         return value;
     }
     return "same_op_no_op";
+}
+
+/* The extension keys (mpix_ucxx.h), per handle. */
+static char *info_scope(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
+    view->scope_thread = (NULL != value && 0 == strcmp(value, "thread"));
+    return view->scope_thread ? "thread" : "process";
+}
+
+static char *info_order(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
+    view->ordered = (NULL != value && opal_str_to_bool(value));
+    return view->ordered ? "true" : "false";
+}
+
+static char *info_single_intrinsic(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
+    view->acc_single_intrinsic = (NULL != value && opal_str_to_bool(value));
+    return view->acc_single_intrinsic ? "true" : "false";
 }
 
 static bool info_flag(struct opal_info_t *info, const char *key)
@@ -112,7 +134,9 @@ static bool info_flag(struct opal_info_t *info, const char *key)
     return false;
 }
 
-static void subscribe_info(struct ompi_win_t *win)
+/* Every key we honor, so MPI_Win_get_info reports it (set at creation or
+ * with MPI_Win_set_info). */
+void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
 {
     opal_infosubscribe_subscribe(&win->super, "no_locks", "false", info_no_locks);
     opal_infosubscribe_subscribe(&win->super, "same_size", "false", info_same_size);
@@ -120,6 +144,32 @@ static void subscribe_info(struct ompi_win_t *win)
     opal_infosubscribe_subscribe(&win->super, "accumulate_ordering", "rar,raw,war,waw",
                                  info_acc_ordering);
     opal_infosubscribe_subscribe(&win->super, "accumulate_ops", "same_op_no_op", info_acc_ops);
+    opal_infosubscribe_subscribe(&win->super, "mpi_win_scope", "process", info_scope);
+    opal_infosubscribe_subscribe(&win->super, "mpi_win_order", "false", info_order);
+    /* Open MPI 4.1's subscriber breaks on keys over 27 characters: this one
+     * is read from the window's info (creation keys, or the parent's plus
+     * overrides for a duplicate) and kept as given. */
+    OSC_UCXX_VIEW(win)->assert_intrinsic =
+        info_flag(win->super.s_info, "mpi_assert_accumulate_intrinsic");
+    opal_infosubscribe_subscribe(&win->super, "acc_single_intrinsic", "false",
+                                 info_single_intrinsic);
+}
+
+/* A new handle on `core` (which gains a reference). */
+ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool original)
+{
+    ompi_osc_ucxx_view_t *view = calloc(1, sizeof(*view));
+    if (NULL == view) {
+        return NULL;
+    }
+    memcpy(&view->super, &ucxx_module_template, sizeof(view->super));
+    view->magic = OSC_UCXX_MAGIC;
+    view->ext = &ompi_osc_ucxx_ext;
+    view->core = core;
+    view->original = original;
+    view->acc_ordered = true;
+    OPAL_THREAD_ADD_FETCH32(&core->refcount, 1);
+    return view;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -291,7 +341,7 @@ out:
 
 /* ------------------------------------------------------------------------- */
 
-static void module_release(ompi_osc_ucxx_module_t *module)
+void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
 {
     if (NULL != module->ltab) {
         ompi_osc_ucxx_ltab_t *tab = module->ltab, *next;
@@ -343,6 +393,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
                                 struct opal_info_t *info, int flavor, int *model)
 {
     ompi_osc_ucxx_module_t *module;
+    ompi_osc_ucxx_view_t *view = NULL;
     void *state = NULL;
     int rc;
 
@@ -355,18 +406,15 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     if (NULL == module) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    memcpy(&module->super, &ucxx_module_template, sizeof(module->super));
     OBJ_CONSTRUCT(&module->sync_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->acquire_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
-    module->win = win;
     module->flavor = flavor;
     module->disp_unit = disp_unit;
     module->len = size;
     module->same_size = info_flag(info, "same_size");
     module->same_disp_unit = info_flag(info, "same_disp_unit");
-    module->acc_ordered = true;
 
     rc = ompi_comm_dup(comm, &module->comm);
     if (OMPI_SUCCESS != rc) {
@@ -414,12 +462,17 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     rc = exchange(module);
     if (OMPI_SUCCESS != rc) goto fail;
 
-    win->w_osc_module = &module->super;
+    view = ompi_osc_ucxx_view_new(module, true);
+    if (NULL == view) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+        goto fail;
+    }
+    win->w_osc_module = &view->super;
     *model = MPI_WIN_UNIFIED;
-    subscribe_info(win);
+    ompi_osc_ucxx_subscribe_info(win);
 
     OPAL_THREAD_LOCK(&OSC_UCXX.lock);
-    opal_hash_table_set_value_uint32(&OSC_UCXX.windows, module->cid, module);
+    opal_hash_table_set_value_uint32(&OSC_UCXX.windows, module->cid, module);  /* the core */
     OSC_UCXX.num_modules++;
     OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
 
@@ -448,32 +501,61 @@ fail_registered:
     OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
 fail:
     win->w_osc_module = NULL;
-    module_release(module);
+    free(view);
+    ompi_osc_ucxx_module_release(module);
     return rc;
 }
 
-int ompi_osc_ucxx_free(struct ompi_win_t *win)
+/* Drop a view's reference; the last one takes the core down.  `collective`:
+ * the caller just synchronized with every peer (the original handle's free),
+ * so nobody can still reach this window.  A local free (a duplicate or
+ * memory-handle window outliving the original) cannot know that, so the core
+ * stays mapped and reachable until finalize. */
+void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective)
 {
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
-    int rc;
-
-    if (module->num_locks > 0 ||
-        (module->epoch & (OSC_UCXX_EPOCH_START | OSC_UCXX_EPOCH_POST | OSC_UCXX_EPOCH_LOCK_ALL))) {
-        return OMPI_ERR_RMA_SYNC;
+    if (0 != OPAL_THREAD_ADD_FETCH32(&module->refcount, -1)) {
+        return;
     }
-    /* Our operations complete, then nobody touches this window again. */
-    rc = ompi_osc_ucxx_flush_module(module, -1);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
+    if (!collective && module->original_freed) {
+        OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+        module->next_zombie = OSC_UCXX.zombies;
+        OSC_UCXX.zombies = module;
+        OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+        return;
     }
-    rc = module->comm->c_coll->coll_barrier(module->comm,
-                                            module->comm->c_coll->coll_barrier_module);
     OPAL_THREAD_LOCK(&OSC_UCXX.lock);
     opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
     OSC_UCXX.num_modules--;
     OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    ompi_osc_ucxx_module_release(module);
+}
+
+int ompi_osc_ucxx_free(struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    ompi_osc_ucxx_module_t *module = view->core;
+    int rc;
+
+    if (view->original &&
+        (module->num_locks > 0 || (module->epoch & (OSC_UCXX_EPOCH_START | OSC_UCXX_EPOCH_POST |
+                                                    OSC_UCXX_EPOCH_LOCK_ALL)))) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    /* Our operations complete, then nobody touches this window again.
+     * Duplicates free locally; the core stays while any handle is alive. */
+    rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (view->original) {
+        rc = module->comm->c_coll->coll_barrier(module->comm,
+                                                module->comm->c_coll->coll_barrier_module);
+        module->original_freed = true;
+    }
+    bool collective = view->original;
     win->w_osc_module = NULL;
-    module_release(module);
+    free(view);
+    ompi_osc_ucxx_core_release(module, collective);
     return rc;
 }
 

@@ -132,6 +132,12 @@ void ompi_osc_ucxx_context_fini(void)
         opal_progress_unregister(ompi_osc_ucxx_progress);
         OSC_UCXX.progress_registered = false;
     }
+    while (NULL != OSC_UCXX.zombies) {
+        ompi_osc_ucxx_module_t *module = OSC_UCXX.zombies;
+        OSC_UCXX.zombies = module->next_zombie;
+        opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
+        ompi_osc_ucxx_module_release(module);
+    }
     for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
         worker_destroy(OSC_UCXX.workers[i]);
     }

@@ -1,0 +1,291 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * The extensions behind libmpix_ucxx (mpix_ucxx.h): window duplication,
+ * memory-handle windows, the intrinsic-accumulate query and
+ * remote-completing requests.  Everything here is local to the caller.
+ */
+
+#include "ompi_config.h"
+
+#include <ctype.h>
+
+#include "ompi/op/op.h"
+
+#include "osc_ucxx.h"
+
+/* ------------------------------------------------------------------------- */
+/* MPIX_Win_dup_with_info: another view on the same core. */
+
+static int ext_dup(struct ompi_win_t *win, struct ompi_win_t *newwin)
+{
+    ompi_osc_ucxx_view_t *parent = OSC_UCXX_VIEW(win);
+    ompi_osc_ucxx_view_t *view = ompi_osc_ucxx_view_new(parent->core, false);
+
+    if (NULL == view) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    /* a duplicate of a memory-handle window reaches the same memory */
+    view->memhandle = parent->memhandle;
+    view->mh_target = parent->mh_target;
+    view->mh_base = parent->mh_base;
+    view->mh_size = parent->mh_size;
+    view->mh_disp_unit = parent->mh_disp_unit;
+    newwin->w_osc_module = &view->super;
+    /* settings come from newwin's info: the parent's, with overrides */
+    ompi_osc_ucxx_subscribe_info(newwin);
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------- */
+/* MPIX_Win_op_intrinsic */
+
+static const struct {
+    const char *name;
+    ompi_op_t *op;
+} op_names[] = {
+    {"sum", &ompi_mpi_op_sum.op},   {"prod", &ompi_mpi_op_prod.op},
+    {"min", &ompi_mpi_op_min.op},   {"max", &ompi_mpi_op_max.op},
+    {"band", &ompi_mpi_op_band.op}, {"bor", &ompi_mpi_op_bor.op},
+    {"bxor", &ompi_mpi_op_bxor.op}, {"land", &ompi_mpi_op_land.op},
+    {"lor", &ompi_mpi_op_lor.op},   {"lxor", &ompi_mpi_op_lxor.op},
+    {"replace", &ompi_mpi_op_replace.op}, {"no_op", &ompi_mpi_op_no_op.op},
+    {"maxloc", &ompi_mpi_op_maxloc.op},   {"minloc", &ompi_mpi_op_minloc.op},
+    {"cas", NULL},
+};
+
+static bool op_on_type(ompi_op_t *op, ompi_datatype_t *type)
+{
+    if (op == &ompi_mpi_op_replace.op || op == &ompi_mpi_op_no_op.op) return true;
+    if (-1 == ompi_op_ddt_map[type->id]) return false;
+    return NULL != op->o_func.intrinsic.fns[ompi_op_ddt_map[type->id]];
+}
+
+static int ext_op_intrinsic(struct ompi_win_t *win, const char *ops, ptrdiff_t max_count,
+                            struct ompi_datatype_t *type, int *flag)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    char name[32];
+    bool all = true;
+
+    if (NULL == ops || max_count < 0 || !ompi_datatype_is_predefined(type)) {
+        return MPI_ERR_ARG;
+    }
+    for (const char *p = ops; *p;) {
+        size_t n = strcspn(p, ",");
+        size_t k;
+        bool known = false;
+        if (n == 0 || n >= sizeof(name)) return MPI_ERR_ARG;
+        for (k = 0; k < n; ++k) name[k] = (char) tolower((unsigned char) p[k]);
+        name[n] = '\0';
+        for (k = 0; k < sizeof(op_names) / sizeof(op_names[0]); ++k) {
+            if (0 == strcmp(name, op_names[k].name)) {
+                known = true;
+                /* an op not defined on the type never runs anywhere */
+                if (NULL != op_names[k].op) all = all && op_on_type(op_names[k].op, type);
+                break;
+            }
+        }
+        if (!known) return MPI_ERR_ARG;
+        p += n;
+        if (',' == *p) ++p;
+    }
+    /* Whatever the op, type and count: all of it runs on the origin's CPU
+     * where the target's memory is mapped, none of it where it is not. */
+    *flag = all && ompi_osc_ucxx_intrinsic(module);
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Remote-completing requests: the operation, then a flush of that one
+ * endpoint whose completion completes the request. */
+
+static int rr_complete_remotely(ompi_osc_ucxx_view_t *view, int target,
+                                ompi_osc_ucxx_request_t *req)
+{
+    ompi_osc_ucxx_module_t *module = view->core;
+    ompi_osc_ucxx_link_t *link;
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    if ((MPI_WIN_FLAVOR_DYNAMIC == module->flavor) ? target == module->rank
+                                                   : NULL != ompi_osc_ucxx_direct(module, target)) {
+        opal_atomic_mb();  /* mapped: done when visible */
+        return OMPI_SUCCESS;
+    }
+    link = ompi_osc_ucxx_link(module, req->worker, target);
+    if (NULL == link) {
+        return OMPI_ERR_UNREACH;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = ompi_osc_ucxx_request_ucx_cb;
+    param.user_data = req;
+    OPAL_THREAD_ADD_FETCH32(&req->outstanding, 1);
+    sp = ucp_ep_flush_nbx(link->ep, &param);
+    if (UCS_PTR_IS_PTR(sp)) {
+        return OMPI_SUCCESS;
+    }
+    ompi_osc_ucxx_request_op_done(req);
+    return UCS_PTR_IS_ERR(sp) ? OMPI_ERROR : OMPI_SUCCESS;
+}
+
+static int rr_start(struct ompi_win_t *win, ompi_osc_ucxx_request_t **req)
+{
+    return ompi_osc_ucxx_request_alloc(win, ompi_osc_ucxx_view_worker(OSC_UCXX_VIEW(win)), req);
+}
+
+static int rr_finish(struct ompi_win_t *win, int target, ompi_osc_ucxx_request_t *req, int rc,
+                     struct ompi_request_t **request)
+{
+    if (OMPI_SUCCESS == rc && MPI_PROC_NULL != target) {
+        rc = rr_complete_remotely(OSC_UCXX_VIEW(win), target, req);
+    }
+    if (OMPI_SUCCESS != rc) {
+        ompi_osc_ucxx_request_abandon(req);
+        return rc;
+    }
+    ompi_osc_ucxx_request_op_done(req);  /* drop the issuing reference */
+    *request = &req->super;
+    return OMPI_SUCCESS;
+}
+
+static int ext_rrput(const void *origin_addr, int origin_count,
+                     struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                     int target_count, struct ompi_datatype_t *target_dt,
+                     struct ompi_win_t *win, struct ompi_request_t **request)
+{
+    ompi_osc_ucxx_request_t *req;
+    int rc = rr_start(win, &req);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (MPI_PROC_NULL != target) {
+        rc = ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), true, (void *) origin_addr, origin_count,
+                                   origin_dt, target, target_disp, target_count, target_dt, req);
+    }
+    return rr_finish(win, target, req, rc, request);
+}
+
+static int ext_rraccumulate(const void *origin_addr, int origin_count,
+                            struct ompi_datatype_t *origin_dt, void *result_addr,
+                            int result_count, struct ompi_datatype_t *result_dt, int target,
+                            ptrdiff_t target_disp, int target_count,
+                            struct ompi_datatype_t *target_dt, struct ompi_op_t *op, bool fetch,
+                            struct ompi_win_t *win, struct ompi_request_t **request)
+{
+    ompi_osc_ucxx_request_t *req;
+    int rc = rr_start(win, &req);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (MPI_PROC_NULL != target) {
+        rc = ompi_osc_ucxx_acc(OSC_UCXX_VIEW(win), origin_addr, origin_count, origin_dt,
+                               result_addr, result_count, result_dt, target, target_disp,
+                               target_count, target_dt, op, fetch, req);
+    }
+    return rr_finish(win, target, req, rc, request);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Memory handles: an attached region of the parent dynamic window, named by
+ * the parent's id, the owner and the region. */
+
+#define MEMHANDLE_MAGIC 0x6d68646cu   /* "mhdl" */
+
+typedef struct {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t cid;        /* the parent window */
+    int32_t owner;       /* rank in the parent window */
+    uint64_t base;
+    uint64_t size;
+} memhandle_t;
+
+static int memhandle_parent(struct ompi_win_t *parent, ompi_osc_ucxx_module_t **core)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(parent);
+    if (view->memhandle || MPI_WIN_FLAVOR_DYNAMIC != view->core->flavor) {
+        return MPI_ERR_WIN;  /* the parent must be a dynamic window */
+    }
+    *core = view->core;
+    return OMPI_SUCCESS;
+}
+
+static int memhandle_check(ompi_osc_ucxx_module_t *core, const memhandle_t *mh)
+{
+    if (MEMHANDLE_MAGIC != mh->magic || OSC_UCXX_EXT_VERSION != mh->version ||
+        mh->owner < 0 || mh->owner >= core->size) {
+        return MPI_ERR_ARG;
+    }
+    return (mh->cid == core->cid) ? OMPI_SUCCESS : MPI_ERR_WIN;
+}
+
+static int ext_memhandle_create(struct ompi_win_t *parent, void *base, size_t size,
+                                void *handle, int *handle_size)
+{
+    ompi_osc_ucxx_module_t *core;
+    memhandle_t mh;
+    int rc = memhandle_parent(parent, &core);
+
+    if (OMPI_SUCCESS != rc) return rc;
+    rc = ompi_osc_ucxx_attach(parent, base, size);
+    if (OMPI_SUCCESS != rc) return rc;
+    mh = (memhandle_t){.magic = MEMHANDLE_MAGIC, .version = OSC_UCXX_EXT_VERSION,
+                       .cid = core->cid, .owner = core->rank,
+                       .base = (uint64_t) (uintptr_t) base, .size = size};
+    memcpy(handle, &mh, sizeof(mh));
+    *handle_size = sizeof(mh);
+    return OMPI_SUCCESS;
+}
+
+static int ext_memhandle_window(struct ompi_win_t *parent, const void *handle, size_t size,
+                                int disp_unit, int target, struct ompi_win_t *newwin)
+{
+    ompi_osc_ucxx_module_t *core;
+    ompi_osc_ucxx_view_t *view;
+    memhandle_t mh;
+    int rc = memhandle_parent(parent, &core);
+
+    if (OMPI_SUCCESS != rc) return rc;
+    memcpy(&mh, handle, sizeof(mh));
+    rc = memhandle_check(core, &mh);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (mh.owner != target) return MPI_ERR_RANK;
+    if (size > mh.size) return MPI_ERR_SIZE;
+    if (disp_unit <= 0) return MPI_ERR_DISP;
+
+    view = ompi_osc_ucxx_view_new(core, false);
+    if (NULL == view) return OMPI_ERR_OUT_OF_RESOURCE;
+    view->memhandle = true;
+    view->mh_target = target;
+    view->mh_base = mh.base;
+    view->mh_size = size;
+    view->mh_disp_unit = disp_unit;
+    newwin->w_osc_module = &view->super;
+    ompi_osc_ucxx_subscribe_info(newwin);
+    return OMPI_SUCCESS;
+}
+
+static int ext_memhandle_release(struct ompi_win_t *parent, const void *handle)
+{
+    ompi_osc_ucxx_module_t *core;
+    memhandle_t mh;
+    int rc = memhandle_parent(parent, &core);
+
+    if (OMPI_SUCCESS != rc) return rc;
+    memcpy(&mh, handle, sizeof(mh));
+    rc = memhandle_check(core, &mh);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (mh.owner != core->rank) return MPI_ERR_ARG;  /* only the creator releases */
+    /* Detaching bumps the generation: peers' windows on it fail cleanly. */
+    return 0 == mh.size ? OMPI_SUCCESS
+                        : ompi_osc_ucxx_detach(parent, (void *) (uintptr_t) mh.base);
+}
+
+const ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext = {
+    .version = OSC_UCXX_EXT_VERSION,
+    .dup = ext_dup,
+    .op_intrinsic = ext_op_intrinsic,
+    .rrput = ext_rrput,
+    .rraccumulate = ext_rraccumulate,
+    .memhandle_create = ext_memhandle_create,
+    .memhandle_window = ext_memhandle_window,
+    .memhandle_release = ext_memhandle_release,
+};

@@ -1,0 +1,63 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * The contract between osc/ucxx and libmpix_ucxx.  The library cannot link
+ * against the component (Open MPI loads it privately), so it finds this
+ * table through the window: every osc/ucxx window's w_osc_module starts with
+ * the osc module table, then OSC_UCXX_MAGIC, then a pointer to this table.
+ * The library checks the magic before trusting anything else.
+ */
+
+#ifndef OMPI_OSC_UCXX_EXT_H
+#define OMPI_OSC_UCXX_EXT_H
+
+#include "ompi/mca/osc/osc.h"
+
+#define OSC_UCXX_MAGIC 0x6f7363756378782bULL   /* "osc ucxx+" */
+#define OSC_UCXX_EXT_VERSION 1
+#define OSC_UCXX_MEMHANDLE_MAX 1024            /* = MPIX_MAX_MEMHANDLE_SIZE */
+
+struct ompi_win_t;
+struct ompi_datatype_t;
+struct ompi_op_t;
+struct ompi_request_t;
+
+typedef struct ompi_osc_ucxx_ext_t {
+    int version;
+
+    /* newwin is built by the library (group, info = parent's + overrides,
+     * error handler); this gives it a handle on win's window. */
+    int (*dup)(struct ompi_win_t *win, struct ompi_win_t *newwin);
+
+    int (*op_intrinsic)(struct ompi_win_t *win, const char *ops, ptrdiff_t max_count,
+                        struct ompi_datatype_t *type, int *flag);
+
+    /* Remote-completing request-based operations */
+    int (*rrput)(const void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                 int target, ptrdiff_t target_disp, int target_count,
+                 struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
+                 struct ompi_request_t **request);
+    int (*rraccumulate)(const void *origin_addr, int origin_count,
+                        struct ompi_datatype_t *origin_dt, void *result_addr, int result_count,
+                        struct ompi_datatype_t *result_dt, int target, ptrdiff_t target_disp,
+                        int target_count, struct ompi_datatype_t *target_dt,
+                        struct ompi_op_t *op, bool fetch, struct ompi_win_t *win,
+                        struct ompi_request_t **request);
+
+    /* Memory handles: parentwin is a dynamic osc/ucxx window */
+    int (*memhandle_create)(struct ompi_win_t *parent, void *base, size_t size, void *handle,
+                            int *handle_size);
+    int (*memhandle_window)(struct ompi_win_t *parent, const void *handle, size_t size,
+                            int disp_unit, int target, struct ompi_win_t *newwin);
+    int (*memhandle_release)(struct ompi_win_t *parent, const void *handle);
+} ompi_osc_ucxx_ext_t;
+
+/* How the library recognizes an osc/ucxx window. */
+typedef struct {
+    ompi_osc_base_module_t super;
+    uint64_t magic;
+    const ompi_osc_ucxx_ext_t *ext;
+} ompi_osc_ucxx_module_prefix_t;
+
+#endif
