@@ -282,6 +282,7 @@ typedef struct ompi_osc_ucxx_module_t {
     uint8_t *start_map;             /* bitmap of start_ranks */
     ompi_group_t *post_group;
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
+    uint64_t fences;                /* fences so far */
     int *posts_seen, posts_seen_count, posts_seen_cap;  /* from AM handler */
 
     /* Dynamic windows: attached regions, sorted by base */

@@ -37,12 +37,21 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
                           OSC_UCXX_EPOCH_POST))) {
         return OMPI_ERR_RMA_SYNC;
     }
-    /* Nothing can precede: no operations of ours to complete. */
+    /* A fence completes our operations (remotely: accumulates by active
+     * message are acknowledged), then one barrier tells everyone that all
+     * operations targeting them have landed and that local accesses before
+     * the fence are over.  MPI_MODE_NOPRECEDE: nothing to complete.  The
+     * barrier is skipped only where nothing can need it (MPI-3.1 11.5.1
+     * allows it): the first fence after creation, which synchronized, with
+     * MPI_MODE_NOSTORE promising no local stores since. */
     if (!(assert & MPI_MODE_NOPRECEDE)) {
         rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
         if (OMPI_SUCCESS != rc) return rc;
     }
-    rc = barrier(module);
+    if (!(module->fences == 0 && (assert & MPI_MODE_NOPRECEDE) && (assert & MPI_MODE_NOSTORE))) {
+        rc = barrier(module);
+    }
+    module->fences++;
     if (assert & MPI_MODE_NOSUCCEED) {
         epoch_set(module, 0, OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_FENCE_OPS);
     } else {
