@@ -25,6 +25,7 @@
 #include "ompi/op/op.h"
 
 #include "osc_ucxx.h"
+#include "osc_ucxx_acc_fast.h"
 #include "osc_ucxx_dt.h"
 
 #define STRIPES        32
@@ -336,6 +337,18 @@ static int apply(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t 
     bool have_origin = !is_no_op(a->op) && NULL != origin_dt;
 
     ompi_datatype_type_size(a->elem, &esize);
+    if (a->hw && a->path.mapped && !is_replace(a->op) && !is_no_op(a->op) && have_origin &&
+        ompi_datatype_is_contiguous_memory_layout(target_dt, target_count) &&
+        ompi_datatype_is_contiguous_memory_layout(origin_dt, origin_count) &&
+        (!a->fetch || ompi_datatype_is_contiguous_memory_layout(result_dt, result_count))) {
+        size_t n = (size_t) target_count * (target_dt->super.size / esize);
+        char *tp = (char *) (uintptr_t) (remote + target_dt->super.true_lb + a->path.delta);
+        char *rp = a->fetch ? (char *) result_addr + result_dt->super.true_lb : NULL;
+        if (ompi_osc_ucxx_acc_fast(a->op->op_type, a->elem->super.id, tp,
+                                   (char *) origin_addr + origin_dt->super.true_lb, rp, n)) {
+            return OMPI_SUCCESS;
+        }
+    }
     if (!a->hw) {
         mask = stripe_mask(lo, hi);
         rc = stripes_lock(a, mask);
