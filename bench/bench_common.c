@@ -14,6 +14,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#ifdef BENCH_HAVE_MPIX_UCXX
+#include <mpix_ucxx.h>
+#endif
+
 const char *bench_flavor_names[FLAVOR_COUNT] = {
     [FLAVOR_CREATE] = "create",
     [FLAVOR_ALLOCATE] = "allocate",
@@ -54,6 +58,7 @@ void bench_opts_defaults(bench_opts_t *o, const char *prog)
     o->warmup = 10;
     o->window = 64;
     strcpy(o->threads, "1,2,4,8");
+    strcpy(o->nps, "2,4");
     o->nwins = 100;
     o->sleep_s = 1.0;
 }
@@ -110,6 +115,7 @@ static void usage(const bench_opts_t *o, const char *allowed, const char *help)
         {'x', "-x N        warm-up iterations per row"},
         {'W', "-W N        operations per epoch (bandwidth)"},
         {'t', "-t LIST     thread counts, comma separated (e.g. 1,2,4,8)"},
+        {'p', "-p LIST     rank counts, comma separated (e.g. 2,4; at most the ranks started)"},
         {'n', "-n N        number of windows"},
         {'S', "-S SECONDS  how long the target sleeps outside MPI"},
         {'T', "-T SECONDS  time budget per row: fewer iterations when slow"},
@@ -169,6 +175,7 @@ void bench_parse_args(int argc, char **argv, bench_opts_t *o,
         case 'x': bad = parse_int(optarg, &o->warmup); break;
         case 'W': bad = parse_int(optarg, &o->window) || o->window < 1; break;
         case 't': snprintf(o->threads, sizeof(o->threads), "%s", optarg); break;
+        case 'p': snprintf(o->nps, sizeof(o->nps), "%s", optarg); break;
         case 'n': bad = parse_int(optarg, &o->nwins) || o->nwins < 1; break;
         case 'S': {
             char *end;
@@ -200,6 +207,23 @@ void bench_parse_args(int argc, char **argv, bench_opts_t *o,
         MPI_Finalize();
         exit(2);
     }
+}
+
+int bench_parse_list(const char *s, int *out, int max, int limit)
+{
+    int n = 0;
+    char *copy = strdup(s), *tok, *save = NULL;
+    if (!copy) bench_die("out of memory");
+    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int v;
+        if (n >= max || parse_int(tok, &v) || v < 1 || v > limit) {
+            n = -1;
+            break;
+        }
+        out[n++] = v;
+    }
+    free(copy);
+    return n;
 }
 
 size_t bench_next_size(const bench_opts_t *o, size_t s)
@@ -337,29 +361,105 @@ void *bench_alloc(size_t size)
     return p;
 }
 
-/*
- * Hook for the "memhandle" flavor: a window over memory described by a
- * pre-registered (UCX) memory handle, an osc/ucxx extension.  When that
- * extension's header is available, build with -DBENCH_HAVE_UCXX_MEMHANDLE and
- * implement the creation here; until then the flavor reports n/a.
- */
-static int bench_win_create_memhandle(bench_win_t *w, size_t size, MPI_Comm comm)
+int bench_have_mpix(void)
 {
-#ifdef BENCH_HAVE_UCXX_MEMHANDLE
-#error "fill in bench_win_create_memhandle() with the osc/ucxx memhandle API"
+#ifdef BENCH_HAVE_MPIX_UCXX
+    return 1;
 #else
-    (void) w; (void) size; (void) comm;
+    return 0;
+#endif
+}
+
+/*
+ * The "memhandle" flavor (osc/ucxx extension, mpix_ucxx.h; "Quo Vadis MPI
+ * RMA?" section 4): every rank creates a dynamic parent window, registers its
+ * memory with MPIX_Memhandle_create, sends the handle to rank-1 and receives
+ * rank+1's with MPI_Sendrecv, and makes a window on rank+1's memory with
+ * MPIX_Win_from_memhandle.  Displacements count from the handle's base (so
+ * disp0 is 0); lock/unlock go to the parent (bench_lock_win).  On another
+ * component MPIX_Memhandle_create returns MPI_ERR_WIN (or the dynamic parent
+ * cannot be created at all): the caller reports n/a.  Built without the
+ * extension library (no BENCH_HAVE_MPIX_UCXX) the flavor is always n/a.
+ */
+static int all_ok(int rc, MPI_Comm comm)
+{
+    int ok = (rc == MPI_SUCCESS), all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all;
+}
+
+static int bench_win_create_memhandle(bench_win_t *w, size_t size, MPI_Info info, MPI_Comm comm)
+{
+#ifdef BENCH_HAVE_MPIX_UCXX
+    int rank, np, rc, len = 0;
+    MPI_Status st;
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &np);
+    rc = MPI_Win_create_dynamic(MPI_INFO_NULL, comm, &w->parent);
+    if (rc != MPI_SUCCESS) w->parent = MPI_WIN_NULL;
+    if (!all_ok(rc, comm)) {
+        /* a parent some ranks did create is left alone (freeing is collective) */
+        w->parent = MPI_WIN_NULL;
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_OTHER;
+    }
+    /* the MPIX calls report through the parent's error handler: return the
+     * error (another component: MPI_ERR_WIN) instead of aborting */
+    MPI_Win_set_errhandler(w->parent, MPI_ERRORS_RETURN);
+    w->mh_local = calloc(1, MPIX_MAX_MEMHANDLE_SIZE);
+    w->mh_peer = calloc(1, MPIX_MAX_MEMHANDLE_SIZE);
+    if (!w->mh_local || !w->mh_peer) bench_die("out of memory");
+    w->base = w->owned;
+    rc = MPIX_Memhandle_create(w->base, (MPI_Aint) size, MPI_INFO_NULL, w->parent,
+                               w->mh_local, &len);
+    if (!all_ok(rc, comm)) {
+        if (rc == MPI_SUCCESS) MPIX_Memhandle_release(w->mh_local, w->parent);
+        MPI_Win_free(&w->parent);
+        w->parent = MPI_WIN_NULL;
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_OTHER;
+    }
+    w->mh_target = (rank + 1) % np;
+    MPI_Sendrecv(w->mh_local, len, MPI_BYTE, (rank + np - 1) % np, 77,
+                 w->mh_peer, MPIX_MAX_MEMHANDLE_SIZE, MPI_BYTE, w->mh_target, 77, comm, &st);
+    MPI_Get_count(&st, MPI_BYTE, &w->mh_peer_size);
+    rc = MPIX_Win_from_memhandle(w->mh_peer, (MPI_Aint) size, 1, info, w->mh_target,
+                                 w->parent, &w->win);
+    if (rc != MPI_SUCCESS) w->win = MPI_WIN_NULL;
+    MPI_Win_set_errhandler(w->parent, MPI_ERRORS_ARE_FATAL);
+    return rc;
+#else
+    (void) w; (void) size; (void) info; (void) comm;
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+#endif
+}
+
+int bench_memhandle_win(const bench_win_t *w, MPI_Info info, MPI_Win *newwin)
+{
+#ifdef BENCH_HAVE_MPIX_UCXX
+    if (w->parent == MPI_WIN_NULL) return MPI_ERR_WIN;
+    return MPIX_Win_from_memhandle(w->mh_peer, (MPI_Aint) w->size, 1, info, w->mh_target,
+                                   w->parent, newwin);
+#else
+    (void) w; (void) info; (void) newwin;
     return MPI_ERR_UNSUPPORTED_OPERATION;
 #endif
 }
 
 int bench_win_create(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Comm comm)
 {
+    return bench_win_create_info(w, size, flavor, MPI_INFO_NULL, comm);
+}
+
+int bench_win_create_info(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Info info,
+                          MPI_Comm comm)
+{
     int rc = MPI_SUCCESS, all_ok, ok;
     MPI_Aint my_disp = 0;
 
     memset(w, 0, sizeof(*w));
     w->win = MPI_WIN_NULL;
+    w->parent = MPI_WIN_NULL;
+    w->comm = comm;
     w->flavor = flavor;
     w->size = size;
     MPI_Comm_size(comm, &w->nranks);
@@ -368,22 +468,22 @@ int bench_win_create(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Com
 
     /* Window memory is allocated and touched before the timer starts so that
      * create_s is the cost of the MPI call(s) alone. */
-    if (flavor == FLAVOR_CREATE || flavor == FLAVOR_DYNAMIC) {
+    if (flavor == FLAVOR_CREATE || flavor == FLAVOR_DYNAMIC || flavor == FLAVOR_MEMHANDLE) {
         w->owned = bench_alloc(size);
     }
     w->create_s = bench_now();
     switch (flavor) {
     case FLAVOR_CREATE:
         w->base = w->owned;
-        rc = MPI_Win_create(w->base, (MPI_Aint) size, 1, MPI_INFO_NULL, comm, &w->win);
+        rc = MPI_Win_create(w->base, (MPI_Aint) size, 1, info, comm, &w->win);
         if (rc != MPI_SUCCESS) w->win = MPI_WIN_NULL;
         break;
     case FLAVOR_ALLOCATE:
-        rc = MPI_Win_allocate((MPI_Aint) size, 1, MPI_INFO_NULL, comm, &w->base, &w->win);
+        rc = MPI_Win_allocate((MPI_Aint) size, 1, info, comm, &w->base, &w->win);
         if (rc != MPI_SUCCESS) w->win = MPI_WIN_NULL;
         break;
     case FLAVOR_DYNAMIC:
-        rc = MPI_Win_create_dynamic(MPI_INFO_NULL, comm, &w->win);
+        rc = MPI_Win_create_dynamic(info, comm, &w->win);
         if (rc != MPI_SUCCESS) w->win = MPI_WIN_NULL;
         if (rc == MPI_SUCCESS) {
             w->attached = w->base = w->owned;
@@ -392,7 +492,7 @@ int bench_win_create(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Com
         }
         break;
     case FLAVOR_MEMHANDLE:
-        rc = bench_win_create_memhandle(w, size, comm);
+        rc = bench_win_create_memhandle(w, size, info, comm);
         break;
     default:
         rc = MPI_ERR_ARG;
@@ -408,10 +508,13 @@ int bench_win_create(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Com
         /* A window that some ranks did create is left alone: freeing it is
          * collective and could hang when other ranks have none.  The caller
          * reports n/a and finalizes. */
-        if (w->win == MPI_WIN_NULL) free(w->owned);
+        if (w->win == MPI_WIN_NULL && w->parent == MPI_WIN_NULL) free(w->owned);
         free(w->disp0);
+        free(w->mh_local);
+        free(w->mh_peer);
         w->owned = w->base = NULL;
         w->disp0 = NULL;
+        w->mh_local = w->mh_peer = NULL;
         return rc != MPI_SUCCESS ? rc : MPI_ERR_OTHER;
     }
     MPI_Allgather(&my_disp, 1, MPI_AINT, w->disp0, 1, MPI_AINT, comm);
@@ -435,11 +538,22 @@ double bench_win_free(bench_win_t *w)
     double t = bench_now();
     if (w->attached) MPI_Win_detach(w->win, w->attached);
     MPI_Win_free(&w->win);
+#ifdef BENCH_HAVE_MPIX_UCXX
+    if (w->parent != MPI_WIN_NULL) {
+        /* the neighbour's window on our handle must be gone before release */
+        MPI_Barrier(w->comm);
+        MPIX_Memhandle_release(w->mh_local, w->parent);
+        MPI_Win_free(&w->parent);
+    }
+#endif
     t = bench_now() - t;
     free(w->owned);
     free(w->disp0);
+    free(w->mh_local);
+    free(w->mh_peer);
     memset(w, 0, sizeof(*w));
     w->win = MPI_WIN_NULL;
+    w->parent = MPI_WIN_NULL;
     return t;
 }
 
@@ -455,6 +569,11 @@ void bench_epoch_setup(bench_epoch_t *e, bench_win_t *w, bench_sync_t sync,
     e->origin = is_origin;
     e->target = is_target;
     e->peer_group = MPI_GROUP_NULL;
+    if (w->flavor == FLAVOR_MEMHANDLE && bench_sync_is_active(sync)) {
+        bench_win_free(w);
+        bench_exit_na("a memhandle window has no %s epochs (passive target only)",
+                      bench_sync_names[sync]);
+    }
     if (sync == SYNC_PSCW) {
         MPI_Group g;
         MPI_Win_get_group(w->win, &g);
@@ -469,7 +588,7 @@ void bench_epoch_open(bench_epoch_t *e)
     switch (e->sync) {
     case SYNC_FLUSH:
     case SYNC_FLUSH_LOCAL:
-        if (e->origin) MPI_Win_lock(MPI_LOCK_SHARED, e->peer, 0, win);
+        if (e->origin) MPI_Win_lock(MPI_LOCK_SHARED, e->peer, 0, bench_lock_win(e->w));
         break;
     case SYNC_FENCE:
         MPI_Win_fence(0, win);
@@ -484,10 +603,10 @@ void bench_epoch_begin(bench_epoch_t *e)
     MPI_Win win = e->w->win;
     switch (e->sync) {
     case SYNC_LOCK:
-        if (e->origin) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, e->peer, 0, win);
+        if (e->origin) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, e->peer, 0, bench_lock_win(e->w));
         break;
     case SYNC_LOCK_ALL:
-        if (e->origin) MPI_Win_lock_all(0, win);
+        if (e->origin) MPI_Win_lock_all(0, bench_lock_win(e->w));
         break;
     case SYNC_PSCW:
         /* post before start: a rank that is both target and origin must
@@ -505,7 +624,7 @@ void bench_epoch_end(bench_epoch_t *e)
     MPI_Win win = e->w->win;
     switch (e->sync) {
     case SYNC_LOCK:
-        if (e->origin) MPI_Win_unlock(e->peer, win);
+        if (e->origin) MPI_Win_unlock(e->peer, bench_lock_win(e->w));
         break;
     case SYNC_FLUSH:
         if (e->origin) MPI_Win_flush(e->peer, win);
@@ -514,7 +633,7 @@ void bench_epoch_end(bench_epoch_t *e)
         if (e->origin) MPI_Win_flush_local(e->peer, win);
         break;
     case SYNC_LOCK_ALL:
-        if (e->origin) MPI_Win_unlock_all(win);
+        if (e->origin) MPI_Win_unlock_all(bench_lock_win(e->w));
         break;
     case SYNC_FENCE:
         MPI_Win_fence(0, win);
@@ -533,7 +652,7 @@ void bench_epoch_close(bench_epoch_t *e)
     switch (e->sync) {
     case SYNC_FLUSH:
     case SYNC_FLUSH_LOCAL:
-        if (e->origin) MPI_Win_unlock(e->peer, e->w->win);
+        if (e->origin) MPI_Win_unlock(e->peer, bench_lock_win(e->w));
         break;
     default:
         break;

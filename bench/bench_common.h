@@ -30,8 +30,12 @@ typedef enum {
     FLAVOR_CREATE,      /* MPI_Win_create over malloc'ed memory */
     FLAVOR_ALLOCATE,    /* MPI_Win_allocate */
     FLAVOR_DYNAMIC,     /* MPI_Win_create_dynamic + MPI_Win_attach */
-    FLAVOR_MEMHANDLE,   /* osc/ucxx extension (pre-registered memory handle):
-                         * hook only, see bench_win_create_memhandle() */
+    FLAVOR_MEMHANDLE,   /* osc/ucxx extension (mpix_ucxx.h): a dynamic parent
+                         * window, MPIX_Memhandle_create on each rank's
+                         * memory, handles passed to the neighbour with
+                         * MPI_Sendrecv, MPIX_Win_from_memhandle; the window
+                         * reaches one target, rank+1 (mod size), and is
+                         * locked through the parent (bench_lock_win) */
     FLAVOR_COUNT
 } bench_flavor_t;
 
@@ -62,19 +66,26 @@ typedef struct {
     int iters_large;          /* -I: timed iterations for sizes > 64 KiB */
     int warmup;               /* -x: untimed iterations before each row */
     int window;               /* -W: operations per epoch (bandwidth programs) */
-    char threads[64];         /* -t: thread counts, comma separated (rma_mt) */
+    char threads[64];         /* -t: thread counts, comma separated (rma_mt, rma_scope) */
+    char nps[64];             /* -p: rank counts, comma separated (rma_sync) */
     int nwins;                /* -n: number of windows (win_cost) */
     double sleep_s;           /* -S: target sleep in seconds (rma_progress) */
     double row_s;             /* -T: time budget per row in seconds (0 = none) */
     int verbose;              /* -v */
 } bench_opts_t;
 
+/* Parse a comma-separated list of positive integers ("1,2,4,8") into out
+ * (at most max entries, each in [1, limit]).  Returns the count, or -1 on a
+ * bad entry. */
+int bench_parse_list(const char *s, int *out, int max, int limit);
+
 /* Fill *o with the defaults common to all programs (programs may then change
  * their own defaults before parsing). */
 void bench_opts_defaults(bench_opts_t *o, const char *prog);
 
 /* Parse the command line into *o.  `allowed` lists the short options the
- * program accepts (e.g. "owsmMfiIxWv"); `help` is printed under the usage line.
+ * program accepts (e.g. "owsmMfiIxWv"; all take an argument except -v);
+ * `help` is printed under the usage line.
  * On error or -h every rank finalizes MPI and exits (status 2 or 0). */
 void bench_parse_args(int argc, char **argv, bench_opts_t *o,
                       const char *allowed, const char *help);
@@ -134,9 +145,20 @@ typedef struct {
                                * (0, or the absolute address for dynamic) */
     int nranks;
     void *attached;           /* dynamic: the attached buffer */
-    void *owned;              /* create/dynamic: memory we allocated */
+    void *owned;              /* create/dynamic/memhandle: memory we allocated */
     double create_s;          /* seconds spent in the MPI creation call(s) */
+    /* memhandle flavor only (MPI_WIN_NULL / NULL otherwise): */
+    MPI_Win parent;           /* the dynamic parent window: lock/unlock here */
+    MPI_Comm comm;            /* the creating communicator (for the free) */
+    int mh_target;            /* the only rank the window reaches (rank+1) */
+    int mh_peer_size;         /* bytes of the neighbour's handle */
+    void *mh_local;           /* our handle (MPIX_MAX_MEMHANDLE_SIZE bytes) */
+    void *mh_peer;            /* the handle of mh_target's memory */
 } bench_win_t;
+
+/* 1 when this build has the osc/ucxx extension library (the memhandle
+ * flavor can work), 0 when it was built without mpix_ucxx.h. */
+int bench_have_mpix(void);
 
 /* Collective over comm: create a window of `size` bytes of the given flavor,
  * zero-filled.  Returns MPI_SUCCESS, or the MPI error code when the osc
@@ -144,11 +166,30 @@ typedef struct {
  * MPI_Win_create) - callers usually turn that into bench_exit_na(). */
 int bench_win_create(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Comm comm);
 
+/* Same, with an info object passed to the creation call (e.g. the osc/ucxx
+ * keys mpi_win_scope and mpi_win_order; other components ignore them). */
+int bench_win_create_info(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Info info,
+                          MPI_Comm comm);
+
 /* Like bench_win_create but exits with "n/a" on failure. */
 void bench_win_create_or_na(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Comm comm);
 
-/* Collective: free the window; returns the seconds spent in MPI (detach+free). */
+/* Collective: free the window; returns the seconds spent in MPI (detach+free;
+ * for memhandle: free, barrier, release, parent free). */
 double bench_win_free(bench_win_t *w);
+
+/* Memhandle flavor: one more window on the neighbour's handle (local, what
+ * MPIX_Win_from_memhandle costs); free it with MPI_Win_free.  Returns the
+ * MPI error code (MPI_ERR_UNSUPPORTED_OPERATION without the extension). */
+int bench_memhandle_win(const bench_win_t *w, MPI_Info info, MPI_Win *newwin);
+
+/* The window that passive-target lock/unlock/lock_all go to: the parent for
+ * memhandle windows, the window itself otherwise.  Operations and flushes
+ * always go to w->win. */
+static inline MPI_Win bench_lock_win(const bench_win_t *w)
+{
+    return w->parent != MPI_WIN_NULL ? w->parent : w->win;
+}
 
 /* Target displacement of byte `off` of rank `target`'s window memory. */
 static inline MPI_Aint bench_disp(const bench_win_t *w, int target, size_t off)
@@ -171,6 +212,8 @@ typedef struct {
     MPI_Group peer_group;     /* PSCW */
 } bench_epoch_t;
 
+/* setup is collective: fence / PSCW on a memhandle window (which has no
+ * active-target epochs of its own) frees the window and exits with n/a. */
 void bench_epoch_setup(bench_epoch_t *e, bench_win_t *w, bench_sync_t sync,
                        int peer, int is_origin, int is_target);
 void bench_epoch_open(bench_epoch_t *e);   /* once, before the loop */

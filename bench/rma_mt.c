@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     o.max_size = o.min_size;
     bench_print_header(&o, bench, "threads Mmsgps lat_us");
 
-    if (rank == 0) MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, w.win);
+    if (rank == 0) MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, bench_lock_win(&w));
 
     for (int c = 0; c < ncounts; c++) {
         int nt = counts[c];
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         bench_sleepy_barrier(MPI_COMM_WORLD, 10);
     }
 
-    if (rank == 0) MPI_Win_unlock(1, w.win);
+    if (rank == 0) MPI_Win_unlock(1, bench_lock_win(&w));
     bench_win_free(&w);
     free(buf);
     MPI_Finalize();

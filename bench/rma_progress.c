@@ -102,7 +102,7 @@ int main(int argc, char **argv)
         /* 1. baseline, target inside MPI */
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
-            MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, w.win);
+            MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, bench_lock_win(&w));
             for (int i = -o.warmup; i < o.iters; i++) {
                 double s = bench_now();
                 do_op(op, &w, o.min_size, src, dst);
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
 
         if (rank == 0) {
-            MPI_Win_unlock(1, w.win);
+            MPI_Win_unlock(1, bench_lock_win(&w));
             med = bench_median(t, n);
             printf("%s %.3f %.3f %.1f %ld %d\n", tok, 1e6 * base, 1e6 * med, 1e6 * worst,
                    done, worst >= 0.25 * o.sleep_s ? 1 : 0);

@@ -530,10 +530,17 @@ int main(int argc, char **argv)
         TU_MPI(MPIX_Win_dup_with_info(P.win, MPI_INFO_NULL, &D));
         MPI_Win_set_errhandler(D, MPI_ERRORS_RETURN);
         MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime(), t1, t2, t3;
         part_data(D);
+        t1 = MPI_Wtime();
         part_locks(D);
+        t2 = MPI_Wtime();
         if (thread_multiple) part_threads();
         MPI_Barrier(MPI_COMM_WORLD);
+        t3 = MPI_Wtime();
+        if (0 == rank)
+            printf("%s: data %.2f s, locks %.2f s, threads %.2f s%s\n", fl(), t1 - t0, t2 - t1, t3 - t2,
+                   thread_multiple ? "" : " (no MPI_THREAD_MULTIPLE: skipped)");
         TU_MPI(MPI_Win_free(&D));
         tu_win_free(&P);
 

@@ -19,7 +19,8 @@
  * overwrites a slot that is not yet checked.
  * Configurations: mpi_win_scope process/thread x 1/4 origin threads x the 3
  * flag kinds, for each window flavor.  MPI_Win_get_info must report
- * mpi_win_order=true (and the scope). */
+ * mpi_win_order=true (and the scope).
+ * Options to run one part: -s process|thread, -t 1|4, -k replace|sum|put. */
 #include "testutil.h"
 #include "mpix_ucxx.h"
 #include <pthread.h>
@@ -188,7 +189,14 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     rounds = tu_slow_transport() ? 1000 : 10000;
-    if (argc > 1) rounds = atoi(argv[1]);
+    const char *only_scope = NULL, *only_kind = NULL;
+    int only_threads = 0;
+    for (int i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], "-s") && i + 1 < argc) only_scope = argv[++i];
+        else if (0 == strcmp(argv[i], "-k") && i + 1 < argc) only_kind = argv[++i];
+        else if (0 == strcmp(argv[i], "-t") && i + 1 < argc) only_threads = atoi(argv[++i]);
+        else rounds = atoi(argv[i]);
+    }
     if (provided < MPI_THREAD_MULTIPLE) {
         if (0 == rank) printf("ext_order: MPI_THREAD_MULTIPLE not provided (%d), skipped\n", provided);
         rc = tu_finish("ext_order");
@@ -205,6 +213,7 @@ int main(int argc, char **argv)
     for (int flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_enabled(flavor)) continue;
         for (int sc = 0; sc < 2; sc++) {
+            if (only_scope && strcmp(only_scope, scopes[sc])) continue;
             MPI_Info info = tu_info_new("mpi_win_order", "true", "mpi_win_scope", scopes[sc], NULL);
             tu_win_create(flavor, NT * STREAM, 1, info, MPI_COMM_WORLD, &W);
             MPI_Info_free(&info);
@@ -217,8 +226,10 @@ int main(int argc, char **argv)
                      "(set: %d), expected '%s'", tu_flavor_names[flavor], v, flag, scopes[sc]);
             for (int nt = 0; nt < 2; nt++) {
                 nthreads = nths[nt];
+                if (only_threads && only_threads != nthreads) continue;
                 rounds_per_stream = rounds / nthreads > 0 ? rounds / nthreads : 1;
                 for (kind = 0; kind < NK; kind++) {
+                    if (only_kind && strncmp(only_kind, kname[kind], strlen(only_kind))) continue;
                     double t0 = MPI_Wtime();
                     snprintf(desc, sizeof(desc), "%s window, scope=%s, %d origin thread%s, %s",
                              tu_flavor_names[flavor], scopes[sc], nthreads, nthreads > 1 ? "s" : "",

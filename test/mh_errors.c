@@ -70,21 +70,29 @@ static void expect_refused(const void *h, MPI_Aint size, int du, int target, MPI
 {
     MPI_Win w = MPI_WIN_NULL;
     int rc = MPIX_Win_from_memhandle(h, size, du, MPI_INFO_NULL, target, parent, &w);
-    if (MPI_SUCCESS != rc) return;   /* refused at creation */
+    if (MPI_SUCCESS != rc) {   /* refused at creation */
+        if (0 == rank) printf("  %s: refused by MPIX_Win_from_memhandle (%s)\n", what, tu_err_class_name(tu_err_class(rc)));
+        return;
+    }
     TU_CHECK(MPI_WIN_NULL != w, "%s: MPIX_Win_from_memhandle succeeded but returned MPI_WIN_NULL", what);
     if (MPI_WIN_NULL == w) return;
     MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN);
     int64_t v = 4711, r = 0;
     int refused = 0;
-    if (MPI_SUCCESS != MPI_Win_lock(MPI_LOCK_SHARED, target, 0, parent)) {
-        refused = 1;
-    } else {
-        refused |= MPI_SUCCESS != MPI_Put(&v, 1, MPI_INT64_T, target, probe_disp, 1, MPI_INT64_T, w);
-        refused |= MPI_SUCCESS != MPI_Win_flush(target, w);
-        refused |= MPI_SUCCESS != MPI_Get(&r, 1, MPI_INT64_T, target, probe_disp, 1, MPI_INT64_T, w);
-        refused |= MPI_SUCCESS != MPI_Win_flush(target, w);
-        refused |= MPI_SUCCESS != MPI_Win_unlock(target, parent);
+    int c[6] = { MPI_SUCCESS, MPI_SUCCESS, MPI_SUCCESS, MPI_SUCCESS, MPI_SUCCESS, MPI_SUCCESS };
+    c[0] = tu_err_class(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, parent));
+    if (MPI_SUCCESS == c[0]) {
+        c[1] = tu_err_class(MPI_Put(&v, 1, MPI_INT64_T, target, probe_disp, 1, MPI_INT64_T, w));
+        c[2] = tu_err_class(MPI_Win_flush(target, w));
+        c[3] = tu_err_class(MPI_Get(&r, 1, MPI_INT64_T, target, probe_disp, 1, MPI_INT64_T, w));
+        c[4] = tu_err_class(MPI_Win_flush(target, w));
+        c[5] = tu_err_class(MPI_Win_unlock(target, parent));
     }
+    for (int i = 0; i < 6; i++) refused |= MPI_SUCCESS != c[i];
+    if (0 == rank)
+        printf("  %s: window created; lock %s, put %s, flush %s, get %s, flush %s, unlock %s\n", what,
+               tu_err_class_name(c[0]), tu_err_class_name(c[1]), tu_err_class_name(c[2]), tu_err_class_name(c[3]),
+               tu_err_class_name(c[4]), tu_err_class_name(c[5]));
     TU_CHECK(refused, "%s: accepted (window created, put/flush/get/flush returned MPI_SUCCESS)", what);
     int frc = MPI_Win_free(&w);
     TU_CHECK(MPI_SUCCESS == frc, "%s: MPI_Win_free of the window returned %s", what,
@@ -238,9 +246,9 @@ int main(int argc, char **argv)
         TU_MPI(MPI_Win_free(&w));
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    TU_CHECK(m[NM - 3] == -(1000 + prev) && m[NM - 2] == 100 * rank + NM - 2,
+    TU_CHECK(m[NM - 3] == -(1000 + next) && m[NM - 2] == 100 * rank + NM - 2,
              "creator: last window element %lld (expected %lld), element past the window %lld (expected %d)",
-             (long long) m[NM - 3], (long long) -(1000 + prev), (long long) m[NM - 2], 100 * rank + NM - 2);
+             (long long) m[NM - 3], (long long) -(1000 + next), (long long) m[NM - 2], 100 * rank + NM - 2);
 
     /* ---- bad handles ---- */
     memset(bad, 0, sizeof(bad));
@@ -336,7 +344,7 @@ int main(int argc, char **argv)
         TU_MPI(MPI_Win_unlock(prev, parent));
         TU_CHECK(r == v, "window on a live handle: read %lld, expected %lld", (long long) r, (long long) v);
         MPI_Barrier(MPI_COMM_WORLD);
-        TU_CHECK(m3[1] == 7000 + prev, "creator: element 1 is %lld, expected %d", (long long) m3[1], 7000 + prev);
+        TU_CHECK(m3[1] == 7000 + next, "creator: element 1 is %lld, expected %d", (long long) m3[1], 7000 + next);
         TU_MPI(MPIX_Memhandle_release(h3, parent));
         MPI_Barrier(MPI_COMM_WORLD);   /* "released" */
         int c1 = MPI_SUCCESS, c2 = MPI_SUCCESS;
@@ -386,9 +394,9 @@ int main(int argc, char **argv)
         for (int j = 0; j < NM; j++) {
             int64_t exp = 100 * rank + j;
             if (j == 0) continue;   /* probe target of the refused cases: checked below */
-            if (j == 5) exp = 6000 + prev;
-            if (j == 7) exp = 9000 + prev;
-            if (j == NM - 3) exp = -(1000 + prev);
+            if (j == 5) exp = 6000 + next;   /* next uses my handles */
+            if (j == 7) exp = 9000 + next;
+            if (j == NM - 3) exp = -(1000 + next);
             if (m[j] != exp) bad++;
         }
         TU_CHECK(0 == bad, "creator: %d wrong values in the valid handle's memory", bad);

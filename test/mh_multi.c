@@ -89,13 +89,14 @@ int main(int argc, char **argv)
         }
         TU_CHECK(0 == bad, "%d of %d iterations read back wrong values", bad, iters);
     }
-    double t = MPI_Wtime() - t0;
+    double t = MPI_Wtime() - t0, tmax = 0;
+    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     int total = (nprocs - 1) * iters;
     int64_t *allf = 0 == rank ? malloc((size_t) nprocs * iters * sizeof(int64_t) + 8) : NULL;
     MPI_Gather(fetched, iters, MPI_INT64_T, allf, iters, MPI_INT64_T, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     if (0 == rank) {
-        printf("mh_multi: %d peers x %d iterations on one handle pair, %.2f s\n", nprocs - 1, iters, t);
+        printf("mh_multi: %d peers x %d iterations on one handle pair, %.2f s\n", nprocs - 1, iters, tmax);
         TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, parent));   /* a passive epoch on my own memory */
         int bad = 0;
         for (int r = 1; r < nprocs; r++)

@@ -64,6 +64,11 @@ typedef struct ompi_osc_ucxx_component_t {
     bool per_thread_workers;  /* one worker per thread under MPI_THREAD_MULTIPLE */
     int post_poll_interval;   /* wait loops: ucp progress calls per opal_progress */
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
+    bool progress_thread;     /* serve peers from a thread of our own */
+    int progress_interval_us; /* its sleep when there was nothing to do */
+    pthread_t progress_tid;
+    volatile bool progress_stop;
+    bool progress_running;
 
     int output;               /* opal_output stream for verbose diagnostics */
     bool enable_mpi_threads;

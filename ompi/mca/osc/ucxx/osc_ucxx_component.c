@@ -91,6 +91,20 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &OSC_UCXX.max_rails);
 
+    OSC_UCXX.progress_thread = false;
+    (void) mca_base_component_var_register(c, "progress_thread",
+        "Start a thread that progresses the worker peers reach this process through, so "
+        "operations UCX emulates (TCP, user memory) and accumulates sent as active messages "
+        "complete while this process computes outside MPI (costs a share of a core)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &OSC_UCXX.progress_thread);
+
+    OSC_UCXX.progress_interval_us = 20;
+    (void) mca_base_component_var_register(c, "progress_thread_interval",
+        "Microseconds the progress thread sleeps after a pass that found nothing to do",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &OSC_UCXX.progress_interval_us);
+
     if (OSC_UCXX.post_poll_interval < 1) {
         OSC_UCXX.post_poll_interval = 1;
     }

@@ -15,6 +15,8 @@
 
 #include "ompi_config.h"
 
+#include <time.h>
+
 #include "ompi/proc/proc.h"
 #include "ompi/runtime/mpiruntime.h"
 
@@ -24,6 +26,21 @@ __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
 
 static ompi_osc_ucxx_worker_t *worker_create(void);
 static void worker_destroy(ompi_osc_ucxx_worker_t *worker);
+
+/* The optional progress thread: serves peers (emulated RMA, active
+ * messages) while the application computes outside MPI. */
+static void *progress_thread_main(void *arg)
+{
+    struct timespec pause = {0, 1000L * OSC_UCXX.progress_interval_us};
+    while (!OSC_UCXX.progress_stop) {
+        int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+        n += ompi_osc_ucxx_am_drain();
+        if (0 == n && OSC_UCXX.progress_interval_us > 0) {
+            nanosleep(&pause, NULL);
+        }
+    }
+    return NULL;
+}
 
 /* A thread that exits gives its worker back; the next new thread reuses it,
  * endpoints and all. */
@@ -62,11 +79,12 @@ static int context_init_locked(void)
     ucs_status_t status;
     int provided = ompi_mpi_thread_provided;
 
-    /* Worker thread mode follows the MPI thread level. */
+    /* Worker thread mode follows the MPI thread level (and our own progress
+     * thread, which shares the main worker with the application). */
     OSC_UCXX.thread_mode = UCS_THREAD_MODE_SINGLE;
     if (MPI_THREAD_SERIALIZED == provided) {
         OSC_UCXX.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-    } else if (MPI_THREAD_MULTIPLE == provided) {
+    } else if (MPI_THREAD_MULTIPLE == provided || OSC_UCXX.progress_thread) {
         OSC_UCXX.thread_mode = UCS_THREAD_MODE_MULTI;
     }
 
@@ -119,6 +137,15 @@ static int context_init_locked(void)
         return OMPI_ERROR;
     }
     OSC_UCXX.progress_registered = true;
+    if (OSC_UCXX.progress_thread) {
+        OSC_UCXX.progress_stop = false;
+        if (0 == pthread_create(&OSC_UCXX.progress_tid, NULL, progress_thread_main, NULL)) {
+            OSC_UCXX.progress_running = true;
+            OSC_UCXX_VERBOSE(10, "progress thread started");
+        } else {
+            OSC_UCXX_VERBOSE(1, "could not start the progress thread; continuing without");
+        }
+    }
     OSC_UCXX_VERBOSE(10, "UCX context ready, worker thread mode %d", (int) OSC_UCXX.thread_mode);
     return OMPI_SUCCESS;
 }
@@ -127,6 +154,11 @@ void ompi_osc_ucxx_context_fini(void)
 {
     if (NULL == OSC_UCXX.context) {
         return;
+    }
+    if (OSC_UCXX.progress_running) {
+        OSC_UCXX.progress_stop = true;
+        pthread_join(OSC_UCXX.progress_tid, NULL);
+        OSC_UCXX.progress_running = false;
     }
     if (OSC_UCXX.progress_registered) {
         opal_progress_unregister(ompi_osc_ucxx_progress);
