@@ -10,6 +10,9 @@
  *   <x> <value> <value> ...             one data row per message size / thread
  *                                       count / rank count / operation
  *   # n/a: <reason>                     this combination is not supported
+ *   # note: <text>                      a remark the driver shows under the
+ *                                       tables (e.g. why a column is n/a)
+ *   A data row may hold "n/a" in a column its component cannot measure.
  *
  * Exit status: 0 = measured, BENCH_EXIT_NA (77) = combination not applicable
  * (e.g. the component cannot create this window flavor), other = failure.

@@ -205,24 +205,13 @@ static void run(int flavor, int epoch, int same, int nsteps, int me, int nprocs,
     free(st); free(obuf); free(rbuf); free(cbuf); free(model); free(expf);
 }
 
-/* "--no-direct": make osc/ucxx use UCX RMA/AMO calls even where it could
- * load/store peer memory directly (MCA osc_ucxx_direct=0); other components
- * ignore the variable */
-static void parse_args(int argc, char **argv)
-{
-    int i;
-    for (i = 1; i < argc; i++) {
-        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
-        else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
-    }
-}
 
 int main(int argc, char **argv)
 {
     int me, nprocs, flavor, epoch, rc, n;
     int steps;
     MPI_Datatype vecs[M / 2 + 1];
-    parse_args(argc, argv);
+    tu_parse_args(argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);

@@ -38,23 +38,12 @@ static int64_t rput_val(int e, int o, int j) { return -(((int64_t)e * 16 + o) * 
 static int64_t src_val(int e, int t, int j) { return (int64_t)e * 1000 + t * 10 + j + 3; }
 static int64_t acc_val(int e, int o, int j) { return (int64_t)(e % 7) * 10 + o + j + 1; }
 
-/* "--no-direct": make osc/ucxx use UCX RMA/AMO calls even where it could
- * load/store peer memory directly (MCA osc_ucxx_direct=0); other components
- * ignore the variable */
-static void parse_args(int argc, char **argv)
-{
-    int i;
-    for (i = 1; i < argc; i++) {
-        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
-        else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
-    }
-}
 
 int main(int argc, char **argv)
 {
     int flavor, rc, epochs;
     MPI_Group world_group, nbr_group;
-    parse_args(argc, argv);
+    tu_parse_args(argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);

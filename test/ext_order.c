@@ -1,8 +1,13 @@
 /* ext_order: the mpi_win_order info key (mpix/mpix_ucxx.h): operations to
  * the same target through an ordered window complete at the target in issue
- * order, with no flush.  Usage: ext_order [rounds] (default 10000, 1000 under
- * UCX_TLS=tcp), the number of rounds per configuration (split over the origin
- * threads).  Skipped (and passed) only without MPI_THREAD_MULTIPLE.
+ * order, with no flush.  Usage: ext_order [rounds], the number of rounds per
+ * configuration (split over the origin threads).  Default 10000; under
+ * UCX_TLS=tcp 300; the replace kind where UCX emulates the atomics (tcp, or
+ * create/dynamic windows: every MPI_REPLACE is a fetching swap the target CPU
+ * must serve, a round trip each) 500 (4 threads: 100), under tcp 40 (12);
+ * the accdata kind where emulated 50, under tcp 20 (ordered active-message
+ * accumulates cost ~10 ms a round here).
+ * Skipped (and passed) only without MPI_THREAD_MULTIPLE.
  *
  * Every rank is the origin of rank+1.  Round j (1, 2, ...) of an origin thread
  * puts len(j) bytes (8 B .. 32 KiB, varying) of round-j data into slot j%16 of
@@ -12,6 +17,10 @@
  *   sum:      MPI_Accumulate(1, MPI_SUM)       target polls with
  *             MPI_Fetch_and_op(MPI_NO_OP) on itself + flush
  *   put:      MPI_Put(j)                       target polls with loads
+ *   accdata:  the data itself by MPI_Accumulate(MPI_REPLACE) (at least 2
+ *             elements: where the target is not mapped osc/ucxx sends it as
+ *             an active message the target CPU applies later), the flag by
+ *             MPI_Put(j); target polls with loads
  * (loads: MPI_Win_sync + volatile read of its own window memory, inside its
  * MPI_Win_lock_all).  The target's main thread polls the flags; when a flag
  * shows f it checks the data of every round up to f not checked yet (all must
@@ -33,11 +42,23 @@
 #define STREAM (64 + (MPI_Aint) S * SLOT)
 #define TAG_ACK 300
 
-enum { K_REPLACE, K_SUM, K_PUT, NK };
+enum { K_REPLACE, K_SUM, K_PUT, K_ACCDATA, NK };
 static const char *kname[NK] = { "replace(acc)+load-poll", "sum(acc)+fetch_and_op-poll",
-                                 "put+load-poll" };
+                                 "put+load-poll", "accdata+put-flag+load-poll" };
 
 static int rank, nprocs, next, prev, nthreads, kind, rounds_per_stream;
+
+/* default rounds of a configuration (see the header) */
+static int default_rounds(int flavor)
+{
+    int slow = tu_slow_transport(), emulated = slow || TU_ALLOCATE != flavor;
+    if (K_ACCDATA == kind && emulated) return slow ? 20 : 50;
+    if (K_REPLACE == kind && emulated) {
+        if (slow) return nthreads > 1 ? 12 : 40;
+        return nthreads > 1 ? 100 : 500;
+    }
+    return slow ? 300 : 10000;
+}
 static tu_win_t W;
 static const char *cfg;   /* description of the configuration */
 
@@ -53,7 +74,8 @@ static inline int len_of(uint64_t j)   /* uint64 words */
 {
     static const int sizes[] = { 1, 8, 128, 512, 1536, SLOT / 8 };
     uint64_t h = j * 0x9E3779B97F4A7C15ull;
-    return sizes[(h >> 40) % 6];
+    int n = sizes[(h >> 40) % 6];
+    return K_ACCDATA == kind && n < 2 ? 2 : n;
 }
 
 static inline MPI_Aint flag_off(int t) { return (MPI_Aint) t * STREAM; }
@@ -83,8 +105,12 @@ static void *origin(void *arg)
         uint64_t *d = src + (j % S) * (SLOT / 8);
         int n = len_of(j);
         for (int i = 0; i < n; i++) d[i] = pat(rank, t, j, i);
-        TU_MPI(MPI_Put(d, n, MPI_UINT64_T, next, tu_disp(&W, next, slot_off(t, j)), n, MPI_UINT64_T,
-                       W.win));
+        if (K_ACCDATA == kind)
+            TU_MPI(MPI_Accumulate(d, n, MPI_UINT64_T, next, tu_disp(&W, next, slot_off(t, j)), n,
+                                  MPI_UINT64_T, MPI_REPLACE, W.win));
+        else
+            TU_MPI(MPI_Put(d, n, MPI_UINT64_T, next, tu_disp(&W, next, slot_off(t, j)), n, MPI_UINT64_T,
+                           W.win));
         flagsrc[j % S] = j;
         switch (kind) {
         case K_REPLACE:
@@ -95,7 +121,7 @@ static void *origin(void *arg)
             TU_MPI(MPI_Accumulate(&one, 1, MPI_INT64_T, next, tu_disp(&W, next, flag_off(t)), 1,
                                   MPI_INT64_T, MPI_SUM, W.win));
             break;
-        case K_PUT:
+        case K_PUT: case K_ACCDATA:
             TU_MPI(MPI_Put(&flagsrc[j % S], 1, MPI_INT64_T, next, tu_disp(&W, next, flag_off(t)), 1,
                            MPI_INT64_T, W.win));
             break;
@@ -184,11 +210,10 @@ static void checker(void)
 
 int main(int argc, char **argv)
 {
-    int provided, rc, rounds;
+    int provided, rc, rounds = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    rounds = tu_slow_transport() ? 1000 : 10000;
     const char *only_scope = NULL, *only_kind = NULL;
     int only_threads = 0;
     for (int i = 1; i < argc; i++) {
@@ -227,9 +252,11 @@ int main(int argc, char **argv)
             for (int nt = 0; nt < 2; nt++) {
                 nthreads = nths[nt];
                 if (only_threads && only_threads != nthreads) continue;
-                rounds_per_stream = rounds / nthreads > 0 ? rounds / nthreads : 1;
+                int r;
                 for (kind = 0; kind < NK; kind++) {
                     if (only_kind && strncmp(only_kind, kname[kind], strlen(only_kind))) continue;
+                    r = rounds > 0 ? rounds : default_rounds(flavor);
+                    rounds_per_stream = r / nthreads > 0 ? r / nthreads : 1;
                     double t0 = MPI_Wtime();
                     snprintf(desc, sizeof(desc), "%s window, scope=%s, %d origin thread%s, %s",
                              tu_flavor_names[flavor], scopes[sc], nthreads, nthreads > 1 ? "s" : "",

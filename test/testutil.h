@@ -211,4 +211,16 @@ static inline MPI_Info tu_info_new(const char *key, ...)
     return info;
 }
 
+/* Arguments every accumulate/active-target test takes.  "--no-direct":
+ * make osc/ucxx use UCX RMA/AMO calls even where it could load/store peer
+ * memory directly (MCA osc_ucxx_direct=0); other components ignore it.
+ * Call before MPI_Init. */
+static inline void tu_parse_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
+    }
+}
+
 #endif

@@ -553,6 +553,8 @@ int ompi_osc_ucxx_flush_local(int target, struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_local_all(struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
                                ompi_osc_ucxx_worker_t *only);
+int ompi_osc_ucxx_flush_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                             ompi_osc_ucxx_link_t *link);
 int ompi_osc_ucxx_lock_all_acquire(ompi_osc_ucxx_module_t *module, int target);
 
 /* Active messages (osc_ucxx_am.c) */

@@ -693,6 +693,12 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
     size_t tsize, esize;
     int rc;
 
+    if (target == module->rank) {
+        /* a process polling its own window (a flag, a counter) keeps
+         * serving the peers that write it through UCX emulation */
+        ompi_osc_ucxx_serve(module);
+    }
+
     rc = ompi_osc_ucxx_check_access(module, target);
     if (OMPI_SUCCESS != rc) return rc;
 
@@ -723,10 +729,13 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
     if (OMPI_SUCCESS != rc) return rc;
     if (!a.path.mapped) {
         size_t nelem = tsize * target_count / esize;
-        if (!a.hw || nelem > 1) {
-            /* Many elements or no atomic for the type: the target applies it. */
+        if (!a.hw || nelem > 1 || (is_replace(op) && !fetch)) {
+            /* Many elements, no atomic for the type, or a replace UCX could
+             * only do as a blocking swap: the target applies it, and the
+             * origin goes on.  Active messages stay in order on the endpoint;
+             * earlier UCX atomics on it are completed first. */
             if (view->acc_ordered || view->ordered) {
-                rc = ompi_osc_ucxx_flush_module(module, target, NULL);  /* earlier atomics first */
+                rc = ompi_osc_ucxx_flush_link(module, a.worker, a.path.link);
                 if (OMPI_SUCCESS != rc) return rc;
             }
             return acc_am(&a, (void *) origin_addr, origin_count, origin_dt, NULL, result_addr,
@@ -837,6 +846,10 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     uint64_t remote, lo, hi;
     size_t size;
     int rc;
+
+    if (target == module->rank) {
+        ompi_osc_ucxx_serve(module);  /* see ompi_osc_ucxx_acc */
+    }
 
     rc = ompi_osc_ucxx_check_access(module, target);
     if (OMPI_SUCCESS != rc) return rc;

@@ -183,6 +183,9 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
     uint64_t remote, lo, hi;
     int rc;
 
+    if (target == module->rank) {
+        ompi_osc_ucxx_serve(module);  /* polling our own window serves peers */
+    }
     rc = ompi_osc_ucxx_check_access(module, target);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;

@@ -208,13 +208,18 @@ static int memhandle_parent(struct ompi_win_t *parent, ompi_osc_ucxx_module_t **
     return OMPI_SUCCESS;
 }
 
-static int memhandle_check(ompi_osc_ucxx_module_t *core, const memhandle_t *mh)
+/* The parent's core and a validated copy of the handle's bytes. */
+static int memhandle_open(struct ompi_win_t *parent, const void *handle,
+                          ompi_osc_ucxx_module_t **core, memhandle_t *mh)
 {
+    int rc = memhandle_parent(parent, core);
+    if (OMPI_SUCCESS != rc) return rc;
+    memcpy(mh, handle, sizeof(*mh));
     if (MEMHANDLE_MAGIC != mh->magic || OSC_UCXX_EXT_VERSION != mh->version ||
-        mh->owner < 0 || mh->owner >= core->size) {
+        mh->owner < 0 || mh->owner >= (*core)->size) {
         return MPI_ERR_ARG;
     }
-    return (mh->cid == core->cid) ? OMPI_SUCCESS : MPI_ERR_WIN;
+    return (mh->cid == (*core)->cid) ? OMPI_SUCCESS : MPI_ERR_WIN;
 }
 
 static int ext_memhandle_create(struct ompi_win_t *parent, void *base, size_t size,
@@ -241,11 +246,8 @@ static int ext_memhandle_window(struct ompi_win_t *parent, const void *handle, s
     ompi_osc_ucxx_module_t *core;
     ompi_osc_ucxx_view_t *view;
     memhandle_t mh;
-    int rc = memhandle_parent(parent, &core);
+    int rc = memhandle_open(parent, handle, &core, &mh);
 
-    if (OMPI_SUCCESS != rc) return rc;
-    memcpy(&mh, handle, sizeof(mh));
-    rc = memhandle_check(core, &mh);
     if (OMPI_SUCCESS != rc) return rc;
     if (mh.owner != target) return MPI_ERR_RANK;
     if (size > mh.size) return MPI_ERR_SIZE;
@@ -267,11 +269,8 @@ static int ext_memhandle_release(struct ompi_win_t *parent, const void *handle)
 {
     ompi_osc_ucxx_module_t *core;
     memhandle_t mh;
-    int rc = memhandle_parent(parent, &core);
+    int rc = memhandle_open(parent, handle, &core, &mh);
 
-    if (OMPI_SUCCESS != rc) return rc;
-    memcpy(&mh, handle, sizeof(mh));
-    rc = memhandle_check(core, &mh);
     if (OMPI_SUCCESS != rc) return rc;
     if (mh.owner != core->rank) return MPI_ERR_ARG;  /* only the creator releases */
     /* Detaching bumps the generation: peers' windows on it fail cleanly. */

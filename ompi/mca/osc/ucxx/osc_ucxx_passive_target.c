@@ -187,6 +187,24 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
     return set.rc;
 }
 
+/* Complete the UCX operations on one link (not the active messages). */
+int ompi_osc_ucxx_flush_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                             ompi_osc_ucxx_link_t *link)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    int64_t upto = link->issued;
+    int rc;
+
+    if (upto == link->flushed) {
+        return OMPI_SUCCESS;
+    }
+    rc = ompi_osc_ucxx_wait_request(worker, ucp_ep_flush_nbx(link->ep, &param));
+    if (OMPI_SUCCESS == rc) {
+        link_covered(link, upto);
+    }
+    return rc;
+}
+
 /* A flush is valid only inside a passive-target epoch on that target. */
 static int check_passive(ompi_osc_ucxx_module_t *module, int target)
 {
