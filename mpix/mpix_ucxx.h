@@ -80,7 +80,8 @@ int MPIX_Win_dup_with_info(MPI_Win win, MPI_Info info, MPI_Win *newwin);
  * "max", "band", "bor", "bxor", "land", "lor", "lxor", "replace", "no_op",
  * "cas", "maxloc", "minloc") on up to max_count elements of `type` runs
  * without the target CPU on this window (hardware or shared-memory
- * atomics), else 0.  Unknown op names: MPI_ERR_ARG. */
+ * atomics), else 0.  A derived type answers for the predefined type it is
+ * built from (MPI_ERR_TYPE if there is none).  Unknown op names: MPI_ERR_ARG. */
 int MPIX_Win_op_intrinsic(const char *ops, MPI_Aint max_count, MPI_Datatype type, MPI_Win win,
                           int *flag);
 

@@ -239,7 +239,10 @@ int main(int argc, char **argv)
         snprintf(what, sizeof(what), "I (%s) created with thread", tu_flavor_names[flavor]);
         check_scope_info(W.win, "thread", what);
         TU_MPI(MPI_Win_lock_all(0, W.win));
+        double ta = MPI_Wtime();
         run_threads(NT, thread_a);
+        ta = MPI_Wtime() - ta;
+        double tb = MPI_Wtime();
         for (b_round = 0; b_round < 2; b_round++) {
             memset(cycle_time, 0, sizeof(cycle_time));
             run_threads(NT, thread_b);
@@ -279,6 +282,8 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD);
         tu_win_free(&W);
+        tb = MPI_Wtime() - tb;
+        double tc = MPI_Wtime();
 
         /* ---- C: process scope, explicit and default ---- */
         for (int k = 0; k < 2; k++) {
@@ -295,6 +300,10 @@ int main(int argc, char **argv)
             MPI_Barrier(MPI_COMM_WORLD);
             tu_win_free(&W);
         }
+        tc = MPI_Wtime() - tc;
+        if (0 == rank)
+            printf("%s: A %d iterations x %d threads %.2f s, B %.2f s, C 2 x %d rounds %.2f s\n",
+                   tu_flavor_names[flavor], iters, NT, ta, tb, iters, tc);
     }
     MPI_Info_free(&thread_info);
     MPI_Info_free(&process_info);

@@ -16,8 +16,14 @@
 # Prints one PASS/FAIL line per run and the closing line "N passed, N failed".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-bindir=${TEST_BINDIR:-$(pwd)}
-[ -x "$bindir/$(awk '!/^#/ && NF {print $1; exit}' "$here"/*.list 2>/dev/null)" ] || bindir=$here
+# Programs: TEST_BINDIR if given, else the current directory (the build
+# tree under `make check`), else the source directory.
+if [ -n "${TEST_BINDIR:-}" ]; then
+    bindir=$TEST_BINDIR
+else
+    bindir=$(pwd)
+    [ -x "$bindir/$(awk '!/^#/ && NF {print $1; exit}' "$here"/*.list 2>/dev/null)" ] || bindir=$here
+fi
 OSC=${OSC:-ucxx}
 # Window flavors the tests loop over (see testutil.h)
 export TU_FLAVORS=${TU_FLAVORS:-create,allocate,dynamic}

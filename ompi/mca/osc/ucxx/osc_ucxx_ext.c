@@ -69,8 +69,13 @@ static int ext_op_intrinsic(struct ompi_win_t *win, const char *ops, ptrdiff_t m
     char name[32];
     bool all = true;
 
-    if (NULL == ops || max_count < 0 || !ompi_datatype_is_predefined(type)) {
+    if (NULL == ops || max_count < 0) {
         return MPI_ERR_ARG;
+    }
+    if (!ompi_datatype_is_predefined(type)) {
+        /* a derived type answers for the predefined type it is built from */
+        type = ompi_datatype_get_single_predefined_type_from_args(type);
+        if (NULL == type) return MPI_ERR_TYPE;
     }
     for (const char *p = ops; *p;) {
         size_t n = strcspn(p, ",");
