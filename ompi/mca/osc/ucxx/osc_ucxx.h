@@ -94,8 +94,14 @@ typedef struct ompi_osc_ucxx_component_t {
 OMPI_DECLSPEC extern ompi_osc_ucxx_component_t mca_osc_ucxx_component;
 #define OSC_UCXX (mca_osc_ucxx_component)
 
+/* Checked here first: the fast paths must not pay a call when quiet. */
 #define OSC_UCXX_VERBOSE(level, ...)                                          \
-    opal_output_verbose(level, mca_osc_ucxx_component.output, "osc/ucxx: " __VA_ARGS__)
+    do {                                                                      \
+        if (OPAL_UNLIKELY(mca_osc_ucxx_component.verbose >= (level))) {       \
+            opal_output_verbose(level, mca_osc_ucxx_component.output,         \
+                                "osc/ucxx: " __VA_ARGS__);                    \
+        }                                                                     \
+    } while (0)
 
 /* A peer's published worker address. */
 typedef struct {

@@ -139,11 +139,15 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     ucp_request_param_t param = {.op_attr_mask = 0};
-    flush_set_t set = {.count = 0, .cap = 16, .rc = OMPI_SUCCESS, .defer = false};
+    flush_set_t set;  /* not zero-initialized: the stack array is big */
     int first = target < 0 ? 0 : target;
     int last = target < 0 ? module->size : target + 1;
 
     set.items = set.stack;
+    set.count = 0;
+    set.cap = 16;
+    set.rc = OMPI_SUCCESS;
+    set.defer = false;
     if (NULL == only) {
         ompi_osc_ucxx_serve(module);  /* thread scope touches nothing shared */
     }
