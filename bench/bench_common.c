@@ -381,12 +381,14 @@ int bench_have_mpix(void)
  * cannot be created at all): the caller reports n/a.  Built without the
  * extension library (no BENCH_HAVE_MPIX_UCXX) the flavor is always n/a.
  */
+#ifdef BENCH_HAVE_MPIX_UCXX
 static int all_ok(int rc, MPI_Comm comm)
 {
     int ok = (rc == MPI_SUCCESS), all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
     return all;
 }
+#endif
 
 static int bench_win_create_memhandle(bench_win_t *w, size_t size, MPI_Info info, MPI_Comm comm)
 {
