@@ -78,8 +78,8 @@ typedef struct ompi_osc_ucxx_component_t {
     ucp_context_h context;
     opal_mutex_t lock;        /* workers, peer addresses, window table */
     struct ompi_osc_ucxx_worker_t *main_worker;  /* the worker peers connect to */
-    struct ompi_osc_ucxx_worker_t **workers;     /* every worker, by index */
-    int num_workers;
+    struct ompi_osc_ucxx_worker_t **volatile workers;  /* every worker, by index */
+    volatile int num_workers;
     int workers_cap;
     pthread_key_t tls_key;    /* returns a dead thread's worker to the pool */
     bool tls_key_created;
@@ -293,7 +293,6 @@ typedef struct ompi_osc_ucxx_module_t {
     uint8_t *start_map;             /* bitmap of start_ranks */
     ompi_group_t *post_group;
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
-    uint64_t fences;                /* fences so far */
     int *posts_seen, posts_seen_count, posts_seen_cap;  /* from AM handler */
 
     /* Dynamic windows: attached regions, sorted by base */

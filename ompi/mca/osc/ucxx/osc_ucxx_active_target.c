@@ -39,19 +39,15 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
     }
     /* A fence completes our operations (remotely: accumulates by active
      * message are acknowledged), then one barrier tells everyone that all
-     * operations targeting them have landed and that local accesses before
-     * the fence are over.  MPI_MODE_NOPRECEDE: nothing to complete.  The
-     * barrier is skipped only where nothing can need it (MPI-3.1 11.5.1
-     * allows it): the first fence after creation, which synchronized, with
-     * MPI_MODE_NOSTORE promising no local stores since. */
+     * operations targeting them have landed.  The barrier also stays for
+     * MPI_MODE_NOPRECEDE: operations started after a fence may reach a target
+     * only once that target has called its fence (MPI-3.1 11.5.1), and we
+     * issue operations eagerly.  MPI_MODE_NOPRECEDE skips the flush. */
     if (!(assert & MPI_MODE_NOPRECEDE)) {
         rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
         if (OMPI_SUCCESS != rc) return rc;
     }
-    if (!(module->fences == 0 && (assert & MPI_MODE_NOPRECEDE) && (assert & MPI_MODE_NOSTORE))) {
-        rc = barrier(module);
-    }
-    module->fences++;
+    rc = barrier(module);
     if (assert & MPI_MODE_NOSUCCEED) {
         epoch_set(module, 0, OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_FENCE_OPS);
     } else {

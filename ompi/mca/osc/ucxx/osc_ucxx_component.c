@@ -43,67 +43,73 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .post_poll_interval = 16,
 };
 
+/* One MCA parameter: its default is what *storage holds already. */
+static void param(const char *name, const char *help, mca_base_var_type_t type,
+                  mca_base_var_info_lvl_t level, mca_base_var_scope_t scope, void *storage)
+{
+    (void) mca_base_component_var_register(&mca_osc_ucxx_component.super.osc_version, name,
+                                           help, type, NULL, 0, 0, level, scope, storage);
+}
+
 static int component_register(void)
 {
-    mca_base_component_t *c = &mca_osc_ucxx_component.super.osc_version;
-
     /* Below osc/ucx (60) unless asked for: `--mca osc ucxx` selects us whatever
      * the priority, and a site can raise it to make us the default. */
     OSC_UCXX.priority = 0;
-    (void) mca_base_component_var_register(c, "priority",
-        "Priority of osc/ucxx among the osc components (the highest usable one is "
-        "chosen; stock: rdma 101, sm 100, ucx 60). `--mca osc ucxx` selects it regardless",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
-        &OSC_UCXX.priority);
+    param("priority",
+          "Priority of osc/ucxx among the osc components (the highest usable one is chosen; "
+          "stock: rdma 101, sm 100, ucx 60). `--mca osc ucxx` selects it regardless",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.priority);
 
     OSC_UCXX.verbose = 0;
-    (void) mca_base_component_var_register(c, "verbose",
-        "Verbosity of osc/ucxx diagnostics (0: none, 10: window setup and paths chosen, "
-        "50: every synchronization call)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &OSC_UCXX.verbose);
+    param("verbose",
+          "Verbosity of osc/ucxx diagnostics (0: none, 10: window setup, 20: paths chosen per "
+          "peer, 50: every synchronization call, 60: every accumulate's path)",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &OSC_UCXX.verbose);
 
     OSC_UCXX.use_direct = true;
-    (void) mca_base_component_var_register(c, "direct",
-        "Use loads, stores and CPU atomics on peer memory that UCX maps into this process "
-        "(ucp_rkey_ptr, shared memory on one node) instead of UCX RMA calls",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &OSC_UCXX.use_direct);
+    param("direct",
+          "Use loads, stores and CPU atomics on peer memory that UCX maps into this process "
+          "(ucp_rkey_ptr, shared memory on one node) instead of UCX RMA calls",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.use_direct);
 
     OSC_UCXX.per_thread_workers = true;
-    (void) mca_base_component_var_register(c, "per_thread_workers",
-        "Under MPI_THREAD_MULTIPLE give every thread that issues RMA its own UCX worker "
-        "(false: all threads share one worker)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &OSC_UCXX.per_thread_workers);
+    param("per_thread_workers",
+          "Under MPI_THREAD_MULTIPLE give every thread that issues RMA its own UCX worker "
+          "(false: all threads share one worker)",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.per_thread_workers);
 
     OSC_UCXX.post_poll_interval = 16;
-    (void) mca_base_component_var_register(c, "poll_interval",
-        "Wait loops call ucp_worker_progress on the workers they wait on this many times "
-        "between calls to opal_progress (which serves the rest of the library)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &OSC_UCXX.post_poll_interval);
+    param("poll_interval",
+          "Wait loops call ucp_worker_progress on the workers they wait on this many times "
+          "between calls to opal_progress (which serves the rest of the library)",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+          &OSC_UCXX.post_poll_interval);
+
     OSC_UCXX.max_rails = 1;
-    (void) mca_base_component_var_register(c, "max_rails",
-        "Network devices one endpoint may spread over (UCX_MAX_RNDV_RAILS of the component's "
-        "UCX context; 0 keeps UCX's default). 1 avoids a UCX 1.13 connection-setup failure "
-        "over several TCP devices; an explicit UCX_MAX_RNDV_RAILS in the environment wins",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &OSC_UCXX.max_rails);
+    param("max_rails",
+          "Network devices one endpoint may spread over (UCX_MAX_RNDV_RAILS of the component's "
+          "UCX context; 0 keeps UCX's default). 1 avoids a UCX 1.13 connection-setup failure "
+          "over several TCP devices; an explicit UCX_MAX_RNDV_RAILS in the environment wins",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.max_rails);
 
     OSC_UCXX.progress_thread = false;
-    (void) mca_base_component_var_register(c, "progress_thread",
-        "Start a thread that progresses the worker peers reach this process through, so "
-        "operations UCX emulates (TCP, user memory) and accumulates sent as active messages "
-        "complete while this process computes outside MPI (costs a share of a core)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-        &OSC_UCXX.progress_thread);
+    param("progress_thread",
+          "Start a thread that progresses the worker peers reach this process through, so "
+          "operations UCX emulates (TCP, user memory) and accumulates sent as active messages "
+          "complete while this process computes outside MPI (costs a share of a core)",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.progress_thread);
 
     OSC_UCXX.progress_interval_us = 20;
-    (void) mca_base_component_var_register(c, "progress_thread_interval",
-        "Microseconds the progress thread sleeps after a pass that found nothing to do",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &OSC_UCXX.progress_interval_us);
+    param("progress_thread_interval",
+          "Microseconds the progress thread sleeps after a pass that found nothing to do",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.progress_interval_us);
 
     if (OSC_UCXX.post_poll_interval < 1) {
         OSC_UCXX.post_poll_interval = 1;

@@ -23,22 +23,32 @@
 /* ------------------------------------------------------------------------- */
 /* Target side */
 
-/* Index of a region containing [lo, hi), or -1.  Caller holds dyn_lock. */
-static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+/* In an array sorted by a uint64_t base that each element starts with
+ * (regions, cache entries): the index of the last base <= key, or -1. */
+static int last_base_at_or_below(const void *array, int count, size_t stride, uint64_t key)
 {
-    int left = 0, right = module->nregions - 1, last = -1;
-
-    /* the last region starting at or below lo ... */
+    int left = 0, right = count - 1, last = -1;
     while (left <= right) {
         int mid = (left + right) / 2;
-        if (module->regions[mid].base <= lo) {
+        uint64_t base;
+        memcpy(&base, (const char *) array + (size_t) mid * stride, sizeof(base));
+        if (base <= key) {
             last = mid;
             left = mid + 1;
         } else {
             right = mid - 1;
         }
     }
-    /* ... or an earlier one, where regions overlap */
+    return last;
+}
+
+/* Index of a region containing [lo, hi), or -1.  Caller holds dyn_lock. */
+static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+{
+    int last = last_base_at_or_below(module->regions, module->nregions,
+                                     sizeof(module->regions[0]), lo);
+
+    /* that region, or an earlier one where regions overlap */
     for (int i = last; i >= 0; --i) {
         ompi_osc_ucxx_region_t *r = &module->regions[i];
         if (hi <= r->base + r->len) return i;
@@ -248,16 +258,8 @@ void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache)
 
 static ucp_rkey_h cache_find(ompi_osc_ucxx_dyncache_t *cache, uint64_t lo, uint64_t hi)
 {
-    int left = 0, right = cache->count - 1, last = -1;
-    while (left <= right) {
-        int mid = (left + right) / 2;
-        if (cache->entries[mid].base <= lo) {
-            last = mid;
-            left = mid + 1;
-        } else {
-            right = mid - 1;
-        }
-    }
+    int last = last_base_at_or_below(cache->entries, cache->count, sizeof(cache->entries[0]),
+                                     lo);
     for (int i = last; i >= 0 && i > last - 8; --i) {
         if (hi <= cache->entries[i].base + cache->entries[i].len) return cache->entries[i].rkey;
     }

@@ -173,8 +173,13 @@ void ompi_osc_ucxx_context_fini(void)
     for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
         worker_destroy(OSC_UCXX.workers[i]);
     }
-    free(OSC_UCXX.workers);
-    OSC_UCXX.workers = NULL;
+    while (NULL != OSC_UCXX.workers) {
+        ompi_osc_ucxx_worker_t **retired =
+            (ompi_osc_ucxx_worker_t **) OSC_UCXX.workers[OSC_UCXX.workers_cap];
+        free(OSC_UCXX.workers);
+        OSC_UCXX.workers = retired;
+        OSC_UCXX.workers_cap /= 2;
+    }
     OSC_UCXX.num_workers = 0;
     OSC_UCXX.main_worker = NULL;
     ompi_osc_ucxx_tls_worker = NULL;
@@ -226,20 +231,30 @@ static ompi_osc_ucxx_worker_t *worker_create(void)
         return NULL;
     }
 
+    /* Progress (any thread, no lock) walks this array: it grows by copying,
+     * is published before the count, and old copies live until finalize. */
     OPAL_THREAD_LOCK(&OSC_UCXX.lock);
     if (OSC_UCXX.num_workers == OSC_UCXX.workers_cap) {
         int cap = OSC_UCXX.workers_cap ? 2 * OSC_UCXX.workers_cap : 8;
-        void *tmp = realloc(OSC_UCXX.workers, cap * sizeof(*OSC_UCXX.workers));
-        if (NULL == tmp) {
+        ompi_osc_ucxx_worker_t **grown = calloc(cap + 1, sizeof(*grown));
+        if (NULL == grown) {
             OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
             worker_destroy(worker);
             return NULL;
         }
-        OSC_UCXX.workers = tmp;
+        if (OSC_UCXX.num_workers > 0) {
+            memcpy(grown, OSC_UCXX.workers, OSC_UCXX.num_workers * sizeof(*grown));
+        }
+        /* the extra slot chains the retired copies */
+        grown[cap] = (ompi_osc_ucxx_worker_t *) OSC_UCXX.workers;
+        opal_atomic_wmb();
+        OSC_UCXX.workers = grown;
         OSC_UCXX.workers_cap = cap;
     }
     worker->index = OSC_UCXX.num_workers;
-    OSC_UCXX.workers[OSC_UCXX.num_workers++] = worker;
+    OSC_UCXX.workers[OSC_UCXX.num_workers] = worker;
+    opal_atomic_wmb();
+    OSC_UCXX.num_workers++;
     OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
     OSC_UCXX_VERBOSE(10, "created worker %d", worker->index);
     return worker;
@@ -398,8 +413,11 @@ int ompi_osc_ucxx_progress(void)
     if (NULL != self && self != OSC_UCXX.main_worker) {
         count += ucp_worker_progress(self->ucp);
     }
-    for (int i = 1; i < OSC_UCXX.num_workers; ++i) {
-        ompi_osc_ucxx_worker_t *w = OSC_UCXX.workers[i];
+    int n = OSC_UCXX.num_workers;
+    opal_atomic_rmb();  /* the array read next holds at least n workers */
+    ompi_osc_ucxx_worker_t **workers = OSC_UCXX.workers;
+    for (int i = 1; i < n; ++i) {
+        ompi_osc_ucxx_worker_t *w = workers[i];
         if (w->pending > 0 && w != self) {
             count += ucp_worker_progress(w->ucp);
         }
