@@ -130,16 +130,8 @@ int main(int argc, char **argv)
     MPI_Gather(fetched, iters, MPI_INT64_T, allf, iters, MPI_INT64_T, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     if (0 == rank) {
-        char *seen = calloc(total ? total : 1, 1);
-        int dup = 0, out = 0;
-        for (int r = 1; r < nprocs; r++)
-            for (int it = 0; it < iters; it++) {
-                int64_t v = allf[(size_t) r * iters + it];
-                if (v < 0 || v >= total) out++;
-                else if (seen[v]++) dup++;
-            }
-        TU_CHECK(0 == dup && 0 == out, "fetch_and_op results: %d duplicates, %d out of range", dup, out);
-        free(seen); free(allf);
+        tu_check_fetched_permutation(allf, nprocs, iters, total);
+        free(allf);
         TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
         int64_t *cnt = (int64_t *) block;
         TU_CHECK(cnt[0] == total, "shared counter is %lld, expected %d", (long long) cnt[0], total);

@@ -111,16 +111,7 @@ int main(int argc, char **argv)
                      r, (long long) X[nprocs * CH + r], (long long) iters * (iters - 1) / 2);
         TU_CHECK(Y[0] == total, "shared counter is %lld, expected %d", (long long) Y[0], total);
         TU_MPI(MPI_Win_unlock(0, parent));
-        char *seen = calloc(total + 1, 1);
-        int dup = 0, out = 0;
-        for (int r = 1; r < nprocs; r++)
-            for (int it = 0; it < iters; it++) {
-                int64_t v = allf[(size_t) r * iters + it];
-                if (v < 0 || v >= total) out++;
-                else if (seen[v]++) dup++;
-            }
-        TU_CHECK(0 == dup && 0 == out, "fetch_and_op results: %d duplicates, %d out of range", dup, out);
-        free(seen);
+        tu_check_fetched_permutation(allf, nprocs, iters, total);
     }
     if (rank) {
         TU_MPI(MPI_Win_free(&wx));

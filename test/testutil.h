@@ -4,6 +4,7 @@
 #define OSC_UCXX_TESTUTIL_H
 
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,24 @@ static inline void tu_parse_args(int argc, char **argv)
         if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
         else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
     }
+}
+
+/* Fetched counter values from ranks 1..nprocs-1 (iters each, rank-major in
+ * `all`) must be distinct values in [0, total): a lost or doubled atomic
+ * update shows as a duplicate or a value out of range. */
+static inline void tu_check_fetched_permutation(const int64_t *all, int nprocs, int iters,
+                                                int64_t total)
+{
+    char *seen = calloc(total > 0 ? total : 1, 1);
+    int dup = 0, out = 0;
+    for (int r = 1; r < nprocs; r++)
+        for (int it = 0; it < iters; it++) {
+            int64_t v = all[(size_t) r * iters + it];
+            if (v < 0 || v >= total) out++;
+            else if (seen[v]++) dup++;
+        }
+    TU_CHECK(0 == dup && 0 == out, "fetch_and_op results: %d duplicates, %d out of range", dup, out);
+    free(seen);
 }
 
 #endif
