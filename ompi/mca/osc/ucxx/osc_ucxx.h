@@ -161,6 +161,7 @@ static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
 #define OSC_UCXX_STATE_COMPLETE  64   /* PSCW: completed access epochs */
 #define OSC_UCXX_STATE_ACC_LOCKS 128  /* 32 accumulate stripe locks, 64 bytes apart */
 #define OSC_UCXX_STATE_DYN_GEN   2304 /* dynamic windows: detaches so far */
+#define OSC_UCXX_STATE_FENCE     2368 /* fences this process has called */
 #define OSC_UCXX_STATE_SIZE      4096
 
 /* Lock word: readers count in the low 32 bits, a writer sets bit 32. */
@@ -179,6 +180,7 @@ typedef struct ompi_osc_ucxx_peer_t {
     /* Direct mappings (ucp_rkey_ptr), resolved on first use of the peer; NULL
      * where UCX cannot map (user memory, no shared-memory transport). */
     volatile bool resolved;
+    volatile uint64_t fence_seen;  /* the peer has called this many fences */
     char *direct_data;
     char *direct_state;
     ucp_rkey_h direct_rkeys[2];
@@ -232,6 +234,7 @@ typedef struct ompi_osc_ucxx_ltab_t {
 #define OSC_UCXX_EPOCH_POST      0x4   /* PSCW exposure epoch */
 #define OSC_UCXX_EPOCH_LOCK_ALL  0x8
 #define OSC_UCXX_EPOCH_FENCE_OPS 0x10  /* an operation was issued in the fence epoch */
+#define OSC_UCXX_EPOCH_FENCE_SYNC 0x20 /* opened without a barrier: check targets' fences */
 
 typedef struct ompi_osc_ucxx_lock_t {
     int target;
@@ -294,6 +297,16 @@ typedef struct ompi_osc_ucxx_module_t {
     ompi_group_t *post_group;
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
     int *posts_seen, posts_seen_count, posts_seen_cap;  /* from AM handler */
+    /* Fences.  fence_open: the last fence had no NOSUCCEED; fence_count:
+     * fences called.  Both change only at fences, so they agree on every
+     * process.  An opening fence only publishes fence_count in our state
+     * segment; peers check it before their first operation on us. */
+    bool fence_open;
+    uint64_t fence_count;
+    opal_mutex_t open_lock;  /* held while waiting for a peer's fence or post */
+    /* PSCW: start_map targets whose post we have not consumed yet */
+    uint8_t *start_unposted;
+    int start_unposted_count;
 
     /* Dynamic windows: attached regions, sorted by base */
     opal_mutex_t dyn_lock;
@@ -545,6 +558,8 @@ int ompi_osc_ucxx_post(struct ompi_group_t *group, int assert, struct ompi_win_t
 int ompi_osc_ucxx_wait(struct ompi_win_t *win);
 int ompi_osc_ucxx_test(struct ompi_win_t *win, int *flag);
 void ompi_osc_ucxx_post_arrived(ompi_osc_ucxx_module_t *module, int from);
+int ompi_osc_ucxx_fence_sync(ompi_osc_ucxx_module_t *module, int target);
+int ompi_osc_ucxx_start_sync(ompi_osc_ucxx_module_t *module, int target);
 
 /* Passive target (osc_ucxx_passive_target.c) */
 int ompi_osc_ucxx_lock(int lock_type, int target, int assert, struct ompi_win_t *win);

@@ -5,8 +5,8 @@
  * Active target: fence and post/start/complete/wait/test.
  *
  * PSCW: a post is an active message to each origin, recorded in a growing
- * list, so there is no cap on outstanding posts; start consumes one post per
- * target.  Complete flushes, then adds 1 to each target's completion counter
+ * list, so there is no cap on outstanding posts; start does not wait: the
+ * first operation on a target, or complete, consumes that target's post.  Complete flushes, then adds 1 to each target's completion counter
  * (one atomic, one-sided on a node); wait/test compare that counter with the
  * number of origins the exposure epochs so far have named.
  */
@@ -27,9 +27,30 @@ static void epoch_set(ompi_osc_ucxx_module_t *module, int set, int clear)
     opal_atomic_fetch_or_32((volatile int32_t *) &module->epoch, set);
 }
 
+/* Fence protocol.
+ *
+ * A closing fence (one that ends a fence epoch in which operations may have
+ * been issued) completes our operations, remotely (accumulates by active
+ * message are acknowledged), then synchronizes once: a barrier, after which
+ * everything aimed at any process has landed.  When the fence also opens the
+ * next epoch, that same barrier is the opening synchronization.
+ *
+ * An opening fence that closes nothing (the first fence, one after
+ * MPI_MODE_NOSUCCEED, or MPI_MODE_NOPRECEDE) does not synchronize at all: it
+ * publishes how many fences this process has called, in its state segment.
+ * MPI-3.1 11.5.1 lets an operation reach a target only after the target has
+ * called its fence, so before its first operation on a target in such an
+ * epoch an origin reads that count (a load on a node, one fetching atomic
+ * otherwise) and waits if the target is behind.  Processes that only expose
+ * memory, or touch few targets, never wait for the rest.
+ *
+ * No count of incoming origins is needed: origins complete their operations
+ * before the closing barrier. */
 int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    bool closes = module->fence_open && !(assert & MPI_MODE_NOPRECEDE);
+    bool opens = !(assert & MPI_MODE_NOSUCCEED);
     int rc = OMPI_SUCCESS;
 
     if (module->num_locks > 0 ||
@@ -37,21 +58,51 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
                           OSC_UCXX_EPOCH_POST))) {
         return OMPI_ERR_RMA_SYNC;
     }
-    /* A fence completes our operations (remotely: accumulates by active
-     * message are acknowledged), then one barrier tells everyone that all
-     * operations targeting them have landed.  The barrier also stays for
-     * MPI_MODE_NOPRECEDE: operations started after a fence may reach a target
-     * only once that target has called its fence (MPI-3.1 11.5.1), and we
-     * issue operations eagerly.  MPI_MODE_NOPRECEDE skips the flush. */
-    if (!(assert & MPI_MODE_NOPRECEDE)) {
+    ompi_osc_ucxx_serve(module);
+    if (closes) {
         rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
-        if (OMPI_SUCCESS != rc) return rc;
+        if (OMPI_SUCCESS == rc) rc = barrier(module);
     }
-    rc = barrier(module);
-    if (assert & MPI_MODE_NOSUCCEED) {
-        epoch_set(module, 0, OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_FENCE_OPS);
+    module->fence_count++;
+    module->fence_open = opens;
+    /* Our stores before the fence are done before a peer can see the count. */
+    __atomic_store_n((uint64_t *) (module->state + OSC_UCXX_STATE_FENCE), module->fence_count,
+                     __ATOMIC_RELEASE);
+    if (!opens) {
+        epoch_set(module, 0, OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_FENCE_OPS |
+                                 OSC_UCXX_EPOCH_FENCE_SYNC);
+    } else if (closes) {
+        epoch_set(module, OSC_UCXX_EPOCH_FENCE,
+                  OSC_UCXX_EPOCH_FENCE_OPS | OSC_UCXX_EPOCH_FENCE_SYNC);
     } else {
-        epoch_set(module, OSC_UCXX_EPOCH_FENCE, OSC_UCXX_EPOCH_FENCE_OPS);
+        epoch_set(module, OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_FENCE_SYNC,
+                  OSC_UCXX_EPOCH_FENCE_OPS);
+    }
+    return rc;
+}
+
+/* Wait until `target` has called the fence that opened our epoch. */
+int ompi_osc_ucxx_fence_sync(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    uint64_t want = module->fence_count, seen = peer->fence_seen;
+    int rc = OMPI_SUCCESS;
+
+    while (seen < want && OMPI_SUCCESS == rc) {
+        char *direct = ompi_osc_ucxx_direct_state(module, target);
+        if (NULL != direct) {
+            seen = __atomic_load_n((uint64_t *) (direct + OSC_UCXX_STATE_FENCE),
+                                   __ATOMIC_ACQUIRE);
+        } else {
+            rc = ompi_osc_ucxx_state_atomic(module, target, OSC_UCXX_STATE_FENCE,
+                                            UCP_ATOMIC_OP_ADD, 0, 0, &seen);
+        }
+        if (seen < want) {
+            opal_progress();
+        }
+    }
+    if (OMPI_SUCCESS == rc && peer->fence_seen < seen) {
+        peer->fence_seen = seen;  /* monotonic: a racing thread stores the same */
     }
     return rc;
 }
@@ -114,11 +165,26 @@ static bool take_post(ompi_osc_ucxx_module_t *module, int from)
     return found;
 }
 
+/* The bitmap of ranks[0..n) in the window's communicator (calloc'ed). */
+static uint8_t *rank_map(ompi_osc_ucxx_module_t *module, const int *ranks, int n)
+{
+    uint8_t *map = calloc((module->size + 7) / 8, 1);
+    for (int i = 0; NULL != map && i < n; ++i) map[ranks[i] >> 3] |= 1 << (ranks[i] & 7);
+    return map;
+}
+
+static bool map_test(const uint8_t *map, int rank)
+{
+    return 0 != (map[rank >> 3] & (1 << (rank & 7)));
+}
+
+/* Start does not wait for posts: the first operation on a target (or
+ * complete, for targets never touched) consumes that target's post. */
 int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     int epoch = module->epoch, n, *ranks;
-    uint8_t *map;
+    uint8_t *map, *unposted = NULL;
     ompi_osc_ucxx_serve(module);
 
     if ((epoch & (OSC_UCXX_EPOCH_START | OSC_UCXX_EPOCH_LOCK_ALL | OSC_UCXX_EPOCH_FENCE_OPS)) ||
@@ -129,28 +195,42 @@ int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_
     if (n < 0) {
         return MPI_ERR_GROUP;
     }
-    map = calloc((module->size + 7) / 8, 1);
-    if (NULL == map) {
-        free(ranks);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    for (int i = 0; i < n; ++i) map[ranks[i] >> 3] |= 1 << (ranks[i] & 7);
-
+    map = rank_map(module, ranks, n);
     if (!(assert & MPI_MODE_NOCHECK)) {
-        /* Every target must have posted before we touch its memory. */
-        for (int i = 0; i < n; ++i) {
-            while (!take_post(module, ranks[i])) {
-                opal_progress();
-            }
-        }
+        unposted = rank_map(module, ranks, n);
+    }
+    if (NULL == map || (NULL == unposted && !(assert & MPI_MODE_NOCHECK))) {
+        free(ranks);
+        free(map);
+        free(unposted);
+        return OMPI_ERR_OUT_OF_RESOURCE;
     }
     free(module->start_ranks);
     free(module->start_map);
+    free(module->start_unposted);
     module->start_ranks = ranks;
     module->start_count = n;
     module->start_map = map;
+    module->start_unposted = unposted;
+    module->start_unposted_count = (NULL != unposted) ? n : 0;
     opal_atomic_wmb();
     epoch_set(module, OSC_UCXX_EPOCH_START, OSC_UCXX_EPOCH_FENCE);
+    return OMPI_SUCCESS;
+}
+
+/* Consume `target`'s post for this access epoch, waiting for it if needed:
+ * until then its memory may still be in use by its previous epoch. */
+int ompi_osc_ucxx_start_sync(ompi_osc_ucxx_module_t *module, int target)
+{
+    OPAL_THREAD_LOCK(&module->open_lock);
+    if (map_test(module->start_unposted, target)) {
+        while (!take_post(module, target)) {
+            opal_progress();
+        }
+        module->start_unposted[target >> 3] &= ~(1 << (target & 7));
+        module->start_unposted_count--;
+    }
+    OPAL_THREAD_UNLOCK(&module->open_lock);
     return OMPI_SUCCESS;
 }
 
@@ -161,6 +241,11 @@ int ompi_osc_ucxx_complete(struct ompi_win_t *win)
 
     if (!(module->epoch & OSC_UCXX_EPOCH_START)) {
         return OMPI_ERR_RMA_SYNC;
+    }
+    /* A target's completion counter counts over all its exposure epochs, so
+     * we add to it only after consuming the post of the epoch we close. */
+    for (int i = 0; module->start_unposted_count > 0 && i < module->start_count; ++i) {
+        ompi_osc_ucxx_start_sync(module, module->start_ranks[i]);
     }
     /* Our operations land first; then each target learns we are done. */
     rc = ompi_osc_ucxx_flush_module(module, -1, NULL);

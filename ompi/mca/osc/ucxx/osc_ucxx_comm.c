@@ -46,10 +46,18 @@ int ompi_osc_ucxx_check_access(ompi_osc_ucxx_module_t *module, int target)
             opal_atomic_fetch_or_32((volatile int32_t *) &module->epoch,
                                     OSC_UCXX_EPOCH_FENCE_OPS);
         }
+        if (OPAL_UNLIKELY((epoch & OSC_UCXX_EPOCH_FENCE_SYNC) &&
+                          module->peers[target].fence_seen < module->fence_count)) {
+            return ompi_osc_ucxx_fence_sync(module, target);
+        }
         return OMPI_SUCCESS;
     }
     if ((epoch & OSC_UCXX_EPOCH_START) &&
         (module->start_map[target >> 3] & (1 << (target & 7)))) {
+        if (OPAL_UNLIKELY(module->start_unposted_count > 0 &&
+                          (module->start_unposted[target >> 3] & (1 << (target & 7))))) {
+            return ompi_osc_ucxx_start_sync(module, target);
+        }
         return OMPI_SUCCESS;
     }
     if (module->num_locks > 0 && target_locked(module, target)) {

@@ -287,7 +287,7 @@ int ompi_osc_ucxx_lock(int lock_type, int target, int assert, struct ompi_win_t 
     ompi_osc_ucxx_serve(module);
     /* A fence epoch in which nothing was issued ends here; anything else
      * active on this window forbids a lock. */
-    if ((epoch & ~(OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_POST)) ||
+    if ((epoch & ~(OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_FENCE_SYNC | OSC_UCXX_EPOCH_POST)) ||
         (epoch & OSC_UCXX_EPOCH_FENCE_OPS)) {
         return OMPI_ERR_RMA_SYNC;
     }
@@ -358,7 +358,7 @@ int ompi_osc_ucxx_lock_all(int assert, struct ompi_win_t *win)
     size_t bytes = (module->size + 7) / 8;
 
     ompi_osc_ucxx_serve(module);
-    if ((epoch & ~(OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_POST)) ||
+    if ((epoch & ~(OSC_UCXX_EPOCH_FENCE | OSC_UCXX_EPOCH_FENCE_SYNC | OSC_UCXX_EPOCH_POST)) ||
         (epoch & OSC_UCXX_EPOCH_FENCE_OPS) || module->num_locks > 0) {
         return OMPI_ERR_RMA_SYNC;
     }

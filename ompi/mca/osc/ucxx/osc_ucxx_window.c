@@ -380,10 +380,12 @@ void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
     free(module->lock_all_list);
     free(module->start_ranks);
     free(module->start_map);
+    free(module->start_unposted);
     free(module->posts_seen);
     OBJ_DESTRUCT(&module->sync_lock);
     OBJ_DESTRUCT(&module->acquire_lock);
     OBJ_DESTRUCT(&module->post_lock);
+    OBJ_DESTRUCT(&module->open_lock);
     OBJ_DESTRUCT(&module->dyn_lock);
     free(module);
 }
@@ -409,6 +411,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     OBJ_CONSTRUCT(&module->sync_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->acquire_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->open_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
     module->flavor = flavor;
     module->disp_unit = disp_unit;
