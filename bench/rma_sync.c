@@ -16,12 +16,16 @@
  *   fence_put  MPI_Put of SIZE (-m, 8) bytes to r+1; MPI_Win_fence
  *   pscw       post({r-1}); start({r+1}); complete; wait
  *   pscw_put   post({r-1}); start({r+1}); MPI_Put to r+1; complete; wait
- * A fence sequence is opened with a fence before the timed loop and closed
- * with MPI_MODE_NOSUCCEED after it.  Each rank takes the median of its
+ *   open       MPI_Win_fence(NOPRECEDE); MPI_Win_fence(NOSUCCEED)  (a whole
+ *              fence sequence: what the seed papers optimize, nothing to do
+ *              at the opening fence)
+ *   open_put   MPI_Win_fence(NOPRECEDE); MPI_Put to r+1; MPI_Win_fence(NOSUCCEED)
+ * For fence and fence_put the sequence is opened with a fence before the
+ * timed loop and closed with MPI_MODE_NOSUCCEED after it.  Each rank takes the median of its
  * iterations; a row reports the largest of these medians (the slowest rank
  * sets the pace of a collective epoch), in microseconds.
  *
- * Row per rank count:  np fence_us fence_put_us pscw_us pscw_put_us
+ * Row per rank count:  np fence_us fence_put_us pscw_us pscw_put_us open_us open_put_us
  */
 #include "bench_common.h"
 
@@ -31,12 +35,21 @@
 
 #define MAX_NPS 16
 
-enum { M_FENCE, M_FENCE_PUT, M_PSCW, M_PSCW_PUT, M_COUNT };
+enum { M_FENCE, M_FENCE_PUT, M_PSCW, M_PSCW_PUT, M_OPEN, M_OPEN_PUT, M_COUNT };
 
 static void one_epoch(int m, bench_win_t *w, MPI_Group left, MPI_Group right, int next,
                       char *src, size_t size)
 {
     switch (m) {
+    case M_OPEN:
+    case M_OPEN_PUT:
+        MPI_Win_fence(MPI_MODE_NOPRECEDE, w->win);
+        if (m == M_OPEN_PUT) {
+            MPI_Put(src, (int) size, MPI_BYTE, next, bench_disp(w, next, 0), (int) size,
+                    MPI_BYTE, w->win);
+        }
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, w->win);
+        break;
     case M_FENCE_PUT:
         MPI_Put(src, (int) size, MPI_BYTE, next, bench_disp(w, next, 0), (int) size, MPI_BYTE,
                 w->win);
@@ -95,7 +108,8 @@ int main(int argc, char **argv)
                      "-p lists the rank counts (the first P ranks take part, the rest sleep;\n"
                      "default: all ranks);\n"
                      "-m is the size of the put in the *_put epochs\n"
-                     "prints: np, median fence / fence+put / PSCW / PSCW+put epoch time in us\n"
+                     "prints: np, median fence / fence+put / PSCW / PSCW+put / opened+closed fence\n"
+                     "sequence (empty, with a put) epoch time in us\n"
                      "(largest median over the ranks)");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -112,7 +126,8 @@ int main(int argc, char **argv)
     t = calloc((size_t) o.iters, sizeof(double));
     if (!t) bench_die("out of memory");
 
-    bench_print_header(&o, "sync_lat", "np fence_us fence_put_us pscw_us pscw_put_us");
+    bench_print_header(&o, "sync_lat",
+                       "np fence_us fence_put_us pscw_us pscw_put_us open_us open_put_us");
 
     for (int k = 0; k < nnp; k++) {
         int p = nps[k], in = rank < p, ok = 1, all = 0;
@@ -140,8 +155,9 @@ int main(int argc, char **argv)
             }
             MPI_Reduce(med, worst, M_COUNT, MPI_DOUBLE, MPI_MAX, 0, comm);
             if (rank == 0) {
-                printf("%d %.3f %.3f %.3f %.3f\n", p, 1e6 * worst[M_FENCE],
-                       1e6 * worst[M_FENCE_PUT], 1e6 * worst[M_PSCW], 1e6 * worst[M_PSCW_PUT]);
+                printf("%d %.3f %.3f %.3f %.3f %.3f %.3f\n", p, 1e6 * worst[M_FENCE],
+                       1e6 * worst[M_FENCE_PUT], 1e6 * worst[M_PSCW], 1e6 * worst[M_PSCW_PUT],
+                       1e6 * worst[M_OPEN], 1e6 * worst[M_OPEN_PUT]);
             }
             MPI_Group_free(&left);
             MPI_Group_free(&right);

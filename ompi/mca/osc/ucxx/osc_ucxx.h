@@ -162,7 +162,12 @@ static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
 #define OSC_UCXX_STATE_ACC_LOCKS 128  /* 32 accumulate stripe locks, 64 bytes apart */
 #define OSC_UCXX_STATE_DYN_GEN   2304 /* dynamic windows: detaches so far */
 #define OSC_UCXX_STATE_FENCE     2368 /* fences this process has called */
-#define OSC_UCXX_STATE_SIZE      4096
+#define OSC_UCXX_STATE_SIZE      4096 /* the fixed part; post slots follow */
+/* PSCW: slot i counts the posts rank i has made to us, where rank i can
+ * reach our state by loads and stores (one node).  Ranks beyond the slots,
+ * or without a mapping, post by active message. */
+#define OSC_UCXX_STATE_POSTS     OSC_UCXX_STATE_SIZE
+#define OSC_UCXX_POST_SLOTS      1024
 
 /* Lock word: readers count in the low 32 bits, a writer sets bit 32. */
 #define OSC_UCXX_LOCK_EXCL       (1ULL << 32)
@@ -181,6 +186,7 @@ typedef struct ompi_osc_ucxx_peer_t {
      * where UCX cannot map (user memory, no shared-memory transport). */
     volatile bool resolved;
     volatile uint64_t fence_seen;  /* the peer has called this many fences */
+    uint64_t posts_taken;          /* PSCW: its slot posts we have consumed */
     char *direct_data;
     char *direct_state;
     ucp_rkey_h direct_rkeys[2];
@@ -262,6 +268,7 @@ typedef struct ompi_osc_ucxx_module_t {
     ucp_mem_h data_memh;
     ucp_mem_h state_memh;
     char *state;             /* local state segment */
+    size_t state_size;
 
     /* Published by peers */
     ompi_osc_ucxx_peer_t *peers;

@@ -146,14 +146,31 @@ void ompi_osc_ucxx_post_arrived(ompi_osc_ucxx_module_t *module, int from)
     OPAL_THREAD_UNLOCK(&module->post_lock);
 }
 
-/* Take one recorded post from `from`, if there is one. */
+/* Does `target` post to `origin` through a slot in the origin's state? */
+static bool post_by_slot(ompi_osc_ucxx_module_t *module, int target, int origin)
+{
+    return target < OSC_UCXX_POST_SLOTS && origin != target &&
+           NULL != ompi_osc_ucxx_direct_state(module, origin);
+}
+
+/* Take one post from `from`, if it has arrived: a slot count ahead of what
+ * we consumed, or a recorded active message (in arrival order: later posts
+ * from `from` belong to later epochs).  Only `from` knows whether it can map
+ * our state, so we look at both; a pair always uses the same one. */
 static bool take_post(ompi_osc_ucxx_module_t *module, int from)
 {
     bool found = false;
+
+    if (from < OSC_UCXX_POST_SLOTS) {
+        uint64_t *slot = (uint64_t *) (module->state + OSC_UCXX_STATE_POSTS + 8 * from);
+        if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) > module->peers[from].posts_taken) {
+            module->peers[from].posts_taken++;
+            return true;
+        }
+    }
     OPAL_THREAD_LOCK(&module->post_lock);
     for (int i = 0; i < module->posts_seen_count; ++i) {
         if (module->posts_seen[i] == from) {
-            /* keep arrival order: later posts from `from` belong to later epochs */
             memmove(&module->posts_seen[i], &module->posts_seen[i + 1],
                     (module->posts_seen_count - i - 1) * sizeof(int));
             module->posts_seen_count--;
@@ -163,6 +180,17 @@ static bool take_post(ompi_osc_ucxx_module_t *module, int from)
     }
     OPAL_THREAD_UNLOCK(&module->post_lock);
     return found;
+}
+
+/* Tell `origin` we posted: our stores before the post are visible first. */
+static int send_post(ompi_osc_ucxx_module_t *module, int origin)
+{
+    if (post_by_slot(module, module->rank, origin)) {
+        return ompi_osc_ucxx_state_atomic(module, origin,
+                                          OSC_UCXX_STATE_POSTS + 8 * module->rank,
+                                          UCP_ATOMIC_OP_ADD, 1, 0, NULL);
+    }
+    return ompi_osc_ucxx_am_send_post(module, origin);
 }
 
 /* The bitmap of ranks[0..n) in the window's communicator (calloc'ed). */
@@ -276,7 +304,7 @@ int ompi_osc_ucxx_post(struct ompi_group_t *group, int assert, struct ompi_win_t
     opal_atomic_mb();
     if (!(assert & MPI_MODE_NOCHECK)) {
         for (int i = 0; OMPI_SUCCESS == rc && i < n; ++i) {
-            rc = ompi_osc_ucxx_am_send_post(module, ranks[i]);
+            rc = send_post(module, ranks[i]);
         }
     }
     free(ranks);

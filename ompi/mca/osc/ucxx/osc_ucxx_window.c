@@ -449,10 +449,12 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     }
 
     /* The state segment: lock word and counters, always UCX-allocated. */
-    rc = map_memory(&state, OSC_UCXX_STATE_SIZE, true, &module->state_memh);
+    module->state_size = OSC_UCXX_STATE_SIZE +
+                         sizeof(uint64_t) * (size_t) (module->size < OSC_UCXX_POST_SLOTS ? module->size : OSC_UCXX_POST_SLOTS);
+    rc = map_memory(&state, module->state_size, true, &module->state_memh);
     if (OMPI_SUCCESS != rc) goto fail;
     module->state = state;
-    memset(module->state, 0, OSC_UCXX_STATE_SIZE);
+    memset(module->state, 0, module->state_size);
 
     module->ltab = calloc(1, sizeof(ompi_osc_ucxx_ltab_t) +
                                  OSC_UCXX.workers_cap * sizeof(ompi_osc_ucxx_link_t *));
