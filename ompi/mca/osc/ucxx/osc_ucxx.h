@@ -66,6 +66,8 @@ typedef struct ompi_osc_ucxx_component_t {
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
+    bool share_user;          /* move attached user memory onto shared memory */
+    unsigned long share_max;  /* ... up to this many bytes per attachment */
     pthread_t progress_tid;
     volatile bool progress_stop;
     bool progress_running;
@@ -185,6 +187,9 @@ typedef struct ompi_osc_ucxx_peer_t {
     /* Direct mappings (ucp_rkey_ptr), resolved on first use of the peer; NULL
      * where UCX cannot map (user memory, no shared-memory transport). */
     volatile bool resolved;
+    bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
+    /* direct_data covers [direct_lo, direct_hi) (everything unless shared) */
+    uint64_t direct_lo, direct_hi;
     volatile uint64_t fence_seen;  /* the peer has called this many fences */
     uint64_t posts_taken;          /* PSCW: its slot posts we have consumed */
     char *direct_data;
@@ -209,20 +214,35 @@ typedef struct ompi_osc_ucxx_link_t {
 /* Dynamic windows: a region attached here, and an origin's cache of a
  * target's regions (valid for one generation of the target). */
 #define OSC_UCXX_MAX_RKEY 960
+/* User memory shared on the node (osc_ucxx_share.c): target addresses
+ * [lo, hi) are bytes [offset, offset + hi - lo) of POSIX shm object `name`. */
+typedef struct {
+    char name[48];           /* "" when not shared */
+    uint64_t offset;
+    uint64_t lo, hi;
+} ompi_osc_ucxx_share_t;
+
+int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc);
+char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *desc);
+void ompi_osc_ucxx_share_fini(void);
+
 typedef struct {
     uint64_t base;
     uint64_t len;
     ucp_mem_h memh;
     void *rkey;
     size_t rkey_len;
+    ompi_osc_ucxx_share_t share;
 } ompi_osc_ucxx_region_t;
 
 typedef struct ompi_osc_ucxx_dyncache_t {
     uint64_t gen;
     int count, cap;
-    struct {
+    struct ompi_osc_ucxx_dynentry_t {
         uint64_t base, len;
         ucp_rkey_h rkey;
+        char *direct;        /* [dlo, dhi) mapped here (shared user memory), or NULL */
+        uint64_t dlo, dhi;
     } *entries;
 } ompi_osc_ucxx_dyncache_t;
 
@@ -269,6 +289,7 @@ typedef struct ompi_osc_ucxx_module_t {
     ucp_mem_h state_memh;
     char *state;             /* local state segment */
     size_t state_size;
+    ompi_osc_ucxx_share_t share;  /* MPI_Win_create memory shared on the node */
 
     /* Published by peers */
     ompi_osc_ucxx_peer_t *peers;
@@ -422,6 +443,11 @@ static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
  * CPU atomics at remote address + delta) or through UCX (link + rkey). */
 typedef struct {
     bool mapped;
+    /* Mapped, but only part of the target's window or region is (shared user
+     * memory keeps private edges): link and rkey are set too, and the
+     * accumulates take them, so that every atomic on an element goes the
+     * same way whatever range the operation covers. */
+    bool partial;
     intptr_t delta;
     ompi_osc_ucxx_link_t *link;
     ucp_rkey_h rkey;
@@ -440,12 +466,18 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
         return ompi_osc_ucxx_dyn_resolve(module, worker, target, lo, hi, path);
     }
     direct = ompi_osc_ucxx_direct(module, target);
-    if (OPAL_LIKELY(NULL != direct)) {
+    path->partial = false;
+    if (OPAL_LIKELY(NULL != direct && lo >= module->peers[target].direct_lo &&
+                    hi <= module->peers[target].direct_hi)) {
         path->mapped = true;
         path->delta = (intptr_t) direct - (intptr_t) module->peers[target].base;
-        return OMPI_SUCCESS;
+        if (OPAL_LIKELY(UINT64_MAX == module->peers[target].direct_hi)) {
+            return OMPI_SUCCESS;
+        }
+        path->partial = true;
+    } else {
+        path->mapped = false;
     }
-    path->mapped = false;
     path->link = ompi_osc_ucxx_link(module, worker, target);
     if (OPAL_UNLIKELY(NULL == path->link)) {
         return OMPI_ERR_UNREACH;

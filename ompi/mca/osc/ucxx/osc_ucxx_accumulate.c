@@ -727,6 +727,7 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
     if (NULL == a.worker) return OMPI_ERR_OUT_OF_RESOURCE;
     rc = ompi_osc_ucxx_resolve(module, a.worker, target, lo, hi, &a.path);
     if (OMPI_SUCCESS != rc) return rc;
+    a.path.mapped &= !a.path.partial;
     if (!a.path.mapped) {
         size_t nelem = tsize * target_count / esize;
         if (!a.hw || nelem > 1 || (is_replace(op) && !fetch)) {
@@ -865,6 +866,7 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     if (NULL == a.worker) return OMPI_ERR_OUT_OF_RESOURCE;
     rc = ompi_osc_ucxx_resolve(module, a.worker, target, lo, hi, &a.path);
     if (OMPI_SUCCESS != rc) return rc;
+    a.path.mapped &= !a.path.partial;
     if (!a.path.mapped && (view->acc_ordered || view->ordered)) {
         while (module->am_outstanding > 0) opal_progress();
         ucp_worker_fence(a.worker->ucp);

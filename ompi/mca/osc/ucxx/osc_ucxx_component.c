@@ -111,6 +111,23 @@ static int component_register(void)
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.progress_interval_us);
 
+    OSC_UCXX.share_user = true;
+    param("share_user_memory",
+          "Move the whole pages of memory attached to a dynamic window (and memory handles) "
+          "onto a POSIX shared-memory object at the same addresses, so peers on the node reach "
+          "it by loads and stores as on allocated windows. Writes by another thread to those "
+          "pages during MPI_Win_attach would be lost, and a fork() after it shares them with "
+          "the child; 0 keeps attached memory private (UCX emulates access to it)",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.share_user);
+
+    OSC_UCXX.share_max = 1UL << 30;
+    param("share_user_memory_max",
+          "Largest attachment, in bytes, whose pages osc_ucxx_share_user_memory moves (the "
+          "move copies them once)",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.share_max);
+
     if (OSC_UCXX.post_poll_interval < 1) {
         OSC_UCXX.post_poll_interval = 1;
     }
@@ -143,6 +160,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
 
 static int component_finalize(void)
 {
+    ompi_osc_ucxx_share_fini();
     ompi_osc_ucxx_context_fini();
     OBJ_DESTRUCT(&OSC_UCXX.requests);
     OBJ_DESTRUCT(&OSC_UCXX.windows);

@@ -14,6 +14,11 @@
  * was detached is never reached through a stale registration: the lookup
  * that follows fails with MPI_ERR_RMA_RANGE.  A region the cache lacks is
  * asked for with one active message (never the whole table).
+ *
+ * Attached pages are moved onto shared memory where possible
+ * (osc_ucxx_share.c); the region's description then names the object, and an
+ * origin on the node maps it and uses loads and stores, as on an allocated
+ * window.
  */
 
 #include "ompi_config.h"
@@ -79,6 +84,8 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     if (0 == len) {
         return OMPI_SUCCESS;
     }
+    /* before registering: the move changes the pages behind the addresses */
+    ompi_osc_ucxx_share_user(base, len, &region.share);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     params.address = base;
@@ -178,6 +185,7 @@ typedef struct {
     uint64_t token;
     uint64_t gen;
     uint64_t region_base, region_len;
+    ompi_osc_ucxx_share_t share;
     uint32_t found;
     uint32_t rkey_len;
 } region_reply_t;
@@ -209,6 +217,7 @@ static int region_req_handler(ompi_osc_ucxx_module_t *module, int from, void *bu
         reply->region_base = module->regions[i].base;
         reply->region_len = module->regions[i].len;
         reply->rkey_len = module->regions[i].rkey_len;
+        reply->share = module->regions[i].share;
         memcpy(reply + 1, module->regions[i].rkey, reply->rkey_len);
     }
     OPAL_THREAD_UNLOCK(&module->dyn_lock);
@@ -256,36 +265,35 @@ void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache)
     }
 }
 
-static ucp_rkey_h cache_find(ompi_osc_ucxx_dyncache_t *cache, uint64_t lo, uint64_t hi)
+typedef struct ompi_osc_ucxx_dynentry_t dynentry_t;
+
+static dynentry_t *cache_find(ompi_osc_ucxx_dyncache_t *cache, uint64_t lo, uint64_t hi)
 {
     int last = last_base_at_or_below(cache->entries, cache->count, sizeof(cache->entries[0]),
                                      lo);
     for (int i = last; i >= 0 && i > last - 8; --i) {
-        if (hi <= cache->entries[i].base + cache->entries[i].len) return cache->entries[i].rkey;
+        if (hi <= cache->entries[i].base + cache->entries[i].len) return &cache->entries[i];
     }
     return NULL;
 }
 
-static int cache_add(ompi_osc_ucxx_dyncache_t *cache, uint64_t base, uint64_t len,
-                     ucp_rkey_h rkey)
+static dynentry_t *cache_add(ompi_osc_ucxx_dyncache_t *cache, const dynentry_t *entry)
 {
     int pos;
     if (cache->count == cache->cap) {
         int cap = cache->cap ? 2 * cache->cap : 8;
         void *tmp = realloc(cache->entries, cap * sizeof(*cache->entries));
-        if (NULL == tmp) return OMPI_ERR_OUT_OF_RESOURCE;
+        if (NULL == tmp) return NULL;
         cache->entries = tmp;
         cache->cap = cap;
     }
-    for (pos = cache->count; pos > 0 && cache->entries[pos - 1].base > base; --pos) {
+    for (pos = cache->count; pos > 0 && cache->entries[pos - 1].base > entry->base; --pos) {
     }
     memmove(&cache->entries[pos + 1], &cache->entries[pos],
             (cache->count - pos) * sizeof(*cache->entries));
-    cache->entries[pos].base = base;
-    cache->entries[pos].len = len;
-    cache->entries[pos].rkey = rkey;
+    cache->entries[pos] = *entry;
     cache->count++;
-    return OMPI_SUCCESS;
+    return &cache->entries[pos];
 }
 
 static int target_generation(ompi_osc_ucxx_module_t *module, int target, uint64_t *gen)
@@ -322,15 +330,39 @@ static int region_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t 
     return rc;
 }
 
+/* A cache entry for the region a lookup returned: its rkey, and its shared
+ * pages mapped here when the target is on our node. */
+static int region_entry(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link, int target,
+                        const region_wait_t *wait, dynentry_t *entry)
+{
+    memset(entry, 0, sizeof(*entry));
+    entry->base = wait->reply.region_base;
+    entry->len = wait->reply.region_len;
+    if (UCS_OK != ucp_ep_rkey_unpack(link->ep, wait->rkey, &entry->rkey)) {
+        return OMPI_ERROR;
+    }
+    /* only where UCX maps the peer's memory too (not under UCX_TLS=tcp,self) */
+    if (NULL != ompi_osc_ucxx_direct_state(module, target)) {
+        entry->direct = ompi_osc_ucxx_share_map(ompi_comm_peer_lookup(module->comm, target),
+                                                &wait->reply.share);
+    }
+    if (NULL != entry->direct) {
+        entry->dlo = wait->reply.share.lo;
+        entry->dhi = wait->reply.share.hi;
+    }
+    return OMPI_SUCCESS;
+}
+
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                               int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
 {
     ompi_osc_ucxx_dyncache_t *cache;
     region_wait_t wait;
+    dynentry_t *entry, fresh;
     uint64_t gen;
-    ucp_rkey_h rkey;
     int rc;
 
+    path->partial = false;
     if (target == module->rank) {
         /* our own memory: check it is attached, then use it directly */
         if (!ompi_osc_ucxx_dyn_contains(module, lo, hi)) return OMPI_ERR_RMA_RANGE;
@@ -351,8 +383,8 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
     if (gen != cache->gen) {
         cache_clear(cache, gen);  /* something was detached: trust nothing cached */
     }
-    rkey = cache_find(cache, lo, hi);
-    if (NULL == rkey) {
+    entry = cache_find(cache, lo, hi);
+    if (NULL == entry) {
         rc = region_lookup(module, worker, target, lo, hi, &wait);
         if (OMPI_SUCCESS != rc) return rc;
         if (!wait.reply.found) {
@@ -361,15 +393,19 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
             return OMPI_ERR_RMA_RANGE;
         }
         if (wait.reply.gen != cache->gen) cache_clear(cache, wait.reply.gen);
-        if (UCS_OK != ucp_ep_rkey_unpack(path->link->ep, wait.rkey, &rkey)) {
-            return OMPI_ERROR;
-        }
-        rc = cache_add(cache, wait.reply.region_base, wait.reply.region_len, rkey);
-        if (OMPI_SUCCESS != rc) {
-            ucp_rkey_destroy(rkey);
-            return rc;
+        rc = region_entry(module, path->link, target, &wait, &fresh);
+        if (OMPI_SUCCESS != rc) return rc;
+        entry = cache_add(cache, &fresh);
+        if (NULL == entry) {
+            ucp_rkey_destroy(fresh.rkey);
+            return OMPI_ERR_OUT_OF_RESOURCE;
         }
     }
-    path->rkey = rkey;
+    path->rkey = entry->rkey;
+    if (NULL != entry->direct && lo >= entry->dlo && hi <= entry->dhi) {
+        path->mapped = true;
+        path->delta = (intptr_t) entry->direct - (intptr_t) entry->dlo;
+        path->partial = entry->dlo > entry->base || entry->dhi < entry->base + entry->len;
+    }
     return OMPI_SUCCESS;
 }

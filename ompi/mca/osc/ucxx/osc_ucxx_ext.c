@@ -114,8 +114,11 @@ static int rr_complete_remotely(ompi_osc_ucxx_view_t *view, int target,
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
-    if ((MPI_WIN_FLAVOR_DYNAMIC == module->flavor) ? target == module->rank
-                                                   : NULL != ompi_osc_ucxx_direct(module, target)) {
+    /* (shared user memory is mapped only in part: its edges go through UCX) */
+    if ((MPI_WIN_FLAVOR_DYNAMIC == module->flavor)
+            ? target == module->rank
+            : (NULL != ompi_osc_ucxx_direct(module, target) &&
+               UINT64_MAX == module->peers[target].direct_hi)) {
         opal_atomic_mb();  /* mapped: done when visible */
         return OMPI_SUCCESS;
     }

@@ -60,7 +60,7 @@ typedef struct {
     uint32_t state_rkey_len;
     uint32_t addr_len;
     int32_t need_addrs;   /* some peer's worker address is new to this process */
-    int32_t pad;
+    uint32_t share_len;   /* its shared pages' description follows the rkeys */
 } wire_info_t;
 
 /* ------------------------------------------------------------------------- */
@@ -259,6 +259,7 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     mine.state_rkey_len = state_rkey_len;
     mine.addr_len = addr_len;
     mine.need_addrs = !all_addrs_known(comm);
+    mine.share_len = ('\0' != module->share.name[0]) ? sizeof(module->share) : 0;
 
     all = malloc(size * sizeof(*all));
     counts = malloc(size * sizeof(int));
@@ -277,11 +278,11 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     }
     /* Everyone sees the same flags, so everyone agrees on what is sent. */
     for (int i = 0; i < size; ++i) {
-        counts[i] = all[i].data_rkey_len + all[i].state_rkey_len +
+        counts[i] = all[i].data_rkey_len + all[i].state_rkey_len + all[i].share_len +
                     (any_need ? all[i].addr_len : 0);
         displs[i] = total;
         total += counts[i];
-        blob_total += all[i].data_rkey_len + all[i].state_rkey_len;
+        blob_total += all[i].data_rkey_len + all[i].state_rkey_len + all[i].share_len;
     }
     sendbuf = malloc(counts[module->rank] + 1);
     recvbuf = malloc(total + 1);
@@ -293,8 +294,9 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     }
     memcpy(sendbuf, data_rkey, data_rkey_len);
     memcpy(sendbuf + data_rkey_len, state_rkey, state_rkey_len);
+    memcpy(sendbuf + data_rkey_len + state_rkey_len, &module->share, mine.share_len);
     if (any_need) {
-        memcpy(sendbuf + data_rkey_len + state_rkey_len, addr, addr_len);
+        memcpy(sendbuf + data_rkey_len + state_rkey_len + mine.share_len, addr, addr_len);
     }
     rc = comm->c_coll->coll_allgatherv(sendbuf, counts[module->rank], MPI_BYTE, recvbuf,
                                        counts, displs, MPI_BYTE, comm,
@@ -306,13 +308,14 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     blob_total = 0;
     for (int i = 0; i < size; ++i) {
         ompi_osc_ucxx_peer_t *peer = &module->peers[i];
-        size_t rkeys = all[i].data_rkey_len + all[i].state_rkey_len;
+        size_t rkeys = all[i].data_rkey_len + all[i].state_rkey_len + all[i].share_len;
         peer->base = all[i].base;
         peer->size = all[i].size;
         peer->state = all[i].state;
         peer->disp_unit = all[i].disp_unit;
         peer->data_rkey_len = all[i].data_rkey_len;
         peer->state_rkey_len = all[i].state_rkey_len;
+        peer->shared = (0 != all[i].share_len);
         peer->blob = blob_total;
         memcpy(module->blobs + blob_total, recvbuf + displs[i], rkeys);
         blob_total += rkeys;
@@ -443,6 +446,8 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
         module->base = *base;
         if (size > 0) {
             void *addr = *base;
+            /* before registering: the move changes the pages behind the addresses */
+            ompi_osc_ucxx_share_user(*base, size, &module->share);
             rc = map_memory(&addr, size, false, &module->data_memh);
             if (OMPI_SUCCESS != rc) goto fail;
         }
@@ -657,6 +662,24 @@ static char *map_direct(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target,
     return ptr;
 }
 
+/* The peer's user memory, where its whole pages were shared at creation:
+ * only [direct_lo, direct_hi) is mapped; its edges stay with UCX. */
+static void map_shared(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ompi_osc_ucxx_share_t share;
+    char *ptr;
+
+    memcpy(&share, module->blobs + peer->blob + peer->data_rkey_len + peer->state_rkey_len,
+           sizeof(share));
+    ptr = ompi_osc_ucxx_share_map(ompi_comm_peer_lookup(module->comm, target), &share);
+    if (NULL != ptr) {
+        peer->direct_data = ptr - (share.lo - peer->base);  /* keeps delta = data - base */
+        peer->direct_lo = share.lo;
+        peer->direct_hi = share.hi;
+    }
+}
+
 void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
@@ -666,6 +689,8 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
     if (peer->resolved) {
         goto out;
     }
+    peer->direct_lo = 0;
+    peer->direct_hi = UINT64_MAX;
     if (target == module->rank) {
         peer->direct_data = module->base;
         peer->direct_state = module->state;
@@ -675,6 +700,9 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
                                    ompi_comm_peer_lookup(module->comm, target), &ep)) {
         peer->direct_data = map_direct(module, ep, target, false, peer->base);
         peer->direct_state = map_direct(module, ep, target, true, peer->state);
+        if (NULL == peer->direct_data && NULL != peer->direct_state && peer->shared) {
+            map_shared(module, target);
+        }
     }
     OSC_UCXX_VERBOSE(20, "window %u peer %d: data %s, state %s", module->cid, target,
                      peer->direct_data ? "mapped" : "through UCX",

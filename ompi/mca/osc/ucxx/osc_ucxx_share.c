@@ -1,0 +1,248 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * User memory made shareable on a node.
+ *
+ * UCX 1.13 maps a peer's memory into ours (ucp_rkey_ptr) only when UCX
+ * allocated it, so memory the application brings (MPI_Win_attach, memory
+ * handles) would be reached by emulation: an active message per operation,
+ * served by the target's CPU.  Instead, when memory is attached we move the
+ * whole pages inside it onto a POSIX shared-memory object: a copy into the
+ * object, then one mmap(MAP_FIXED) that puts the object's pages at the same
+ * addresses.  The application sees the same addresses and contents; peers on
+ * the node map the object and use loads, stores and CPU atomics, as on
+ * allocated windows.
+ *
+ * Only private anonymous memory (heap, anonymous mmap) is moved, and only the
+ * pages the attachment covers entirely, so no neighbouring object shares a
+ * moved page.  Pages moved once are recognised (by their mapping in
+ * /proc/self/maps) and shared again without a copy.  Writes by another thread
+ * to the attached pages during the attach itself would be lost, and after a
+ * fork() the pages are shared with the child: MCA parameter
+ * osc_ucxx_share_user_memory=0 turns this off.  Objects are unlinked at
+ * finalize; peers keep their mappings until then, so a peer that races a
+ * detach touches memory that still exists.
+ */
+
+#include "ompi_config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "osc_ucxx.h"
+
+#define SHM_PREFIX "/dev/shm"
+
+typedef struct {
+    char *addr;
+    size_t size;
+} share_mapping_t;
+
+static opal_hash_table_t mappings;   /* object name -> share_mapping_t* (peers') */
+static bool mappings_ready;
+static char **own_names;             /* objects we created, unlinked at finalize */
+static int own_count, own_cap;
+static unsigned own_serial;
+
+/* One line of /proc/self/maps. */
+typedef struct {
+    uint64_t start, end, offset;
+    char perms[8];
+    char path[256];
+} vma_t;
+
+static bool vma_parse(const char *line, vma_t *vma)
+{
+    int path_at = 0;
+    vma->path[0] = '\0';
+    if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &vma->start,
+               &vma->end, vma->perms, &vma->offset, &path_at) < 4) {
+        return false;
+    }
+    if (path_at > 0) {
+        snprintf(vma->path, sizeof(vma->path), "%s", line + path_at);
+        vma->path[strcspn(vma->path, "\n")] = '\0';
+    }
+    return true;
+}
+
+/* How [lo, hi) is mapped: 1 = one mapping of one of our objects (filled in
+ * `ours`), 2 = private anonymous read-write memory only, 0 = anything else. */
+static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    uint64_t covered = lo;
+    int kind = -1;
+    vma_t vma;
+
+    if (NULL == maps) return 0;
+    while (kind != 0 && covered < hi && NULL != fgets(line, sizeof(line), maps)) {
+        if (!vma_parse(line, &vma) || vma.end <= covered) continue;
+        if (vma.start > covered) {
+            kind = 0;  /* a hole */
+        } else if (0 == strncmp(vma.path, SHM_PREFIX "/osc_ucxx.", 18) &&
+                   0 == strcmp(vma.perms, "rw-s") && NULL == strstr(vma.path, "(deleted)")) {
+            kind = (kind == -1 && vma.end >= hi) ? 1 : 0;
+            *ours = vma;
+        } else if (0 == strcmp(vma.perms, "rw-p") &&
+                   ('\0' == vma.path[0] || 0 == strcmp(vma.path, "[heap]"))) {
+            kind = (kind == -1 || kind == 2) ? 2 : 0;
+        } else {
+            kind = 0;
+        }
+        covered = vma.end;
+    }
+    fclose(maps);
+    return (covered >= hi && kind > 0) ? kind : 0;
+}
+
+static void own_name_add(const char *name)
+{
+    if (own_count == own_cap) {
+        int cap = own_cap ? 2 * own_cap : 16;
+        void *tmp = realloc(own_names, cap * sizeof(char *));
+        if (NULL == tmp) return;  /* the object then outlives us in /dev/shm */
+        own_names = tmp;
+        own_cap = cap;
+    }
+    own_names[own_count++] = strdup(name);
+}
+
+/* Move the pages [lo, hi) onto a new object `name`. */
+static bool move_pages(uint64_t lo, uint64_t hi, const char *name)
+{
+    size_t len = hi - lo;
+    void *tmp = MAP_FAILED;
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    bool ok = (fd >= 0 && 0 == ftruncate(fd, (off_t) len));
+
+    if (ok) {
+        tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ok = (MAP_FAILED != tmp);
+    }
+    if (ok) {
+        memcpy(tmp, (void *) (uintptr_t) lo, len);
+        /* MAP_FIXED replaces the old pages in one step: no moment without
+         * memory there.  (Not mremap: Open MPI's and UCX's memory hooks
+         * intercept it and drop its variadic new address.) */
+        ok = (MAP_FAILED != mmap((void *) (uintptr_t) lo, len, PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_FIXED, fd, 0));
+        munmap(tmp, len);
+    }
+    if (fd >= 0) close(fd);
+    if (!ok && fd >= 0) shm_unlink(name);
+    return ok;
+}
+
+int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc)
+{
+    uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+    uint64_t lo = ((uint64_t) (uintptr_t) base + page - 1) & ~(page - 1);
+    uint64_t hi = ((uint64_t) (uintptr_t) base + len) & ~(page - 1);
+    vma_t ours;
+    int kind;
+
+    memset(desc, 0, sizeof(*desc));
+    if (!OSC_UCXX.share_user || !OSC_UCXX.use_direct || hi <= lo ||
+        hi - lo > (uint64_t) OSC_UCXX.share_max) {
+        return OMPI_SUCCESS;
+    }
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    kind = classify(lo, hi, &ours);
+    if (1 == kind && strlen(ours.path + strlen(SHM_PREFIX)) < sizeof(desc->name)) {
+        memcpy(desc->name, ours.path + strlen(SHM_PREFIX),
+               strlen(ours.path + strlen(SHM_PREFIX)) + 1);
+        desc->offset = lo - ours.start + ours.offset;
+    } else if (2 == kind) {
+        ompi_proc_t *self = ompi_proc_local();
+        snprintf(desc->name, sizeof(desc->name), "/osc_ucxx.%u.%u.%u",
+                 (unsigned) self->super.proc_name.jobid, (unsigned) self->super.proc_name.vpid,
+                 own_serial++);
+        if (move_pages(lo, hi, desc->name)) {
+            own_name_add(desc->name);
+        } else {
+            OSC_UCXX_VERBOSE(10, "could not move [%#" PRIx64 ", %#" PRIx64 ") to shared memory",
+                             lo, hi);
+            desc->name[0] = '\0';
+        }
+    }
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    if ('\0' != desc->name[0]) {
+        desc->lo = lo;
+        desc->hi = hi;
+        OSC_UCXX_VERBOSE(50, "[%#" PRIx64 ", %#" PRIx64 ") shared as %s+%" PRIu64, lo, hi,
+                         desc->name, desc->offset);
+    }
+    return OMPI_SUCCESS;
+}
+
+char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *desc)
+{
+    share_mapping_t *m = NULL;
+    size_t name_len = strnlen(desc->name, sizeof(desc->name));
+    char *addr = NULL;
+
+    if (0 == name_len || name_len == sizeof(desc->name) || !OSC_UCXX.use_direct ||
+        !OPAL_PROC_ON_LOCAL_NODE(owner->super.proc_flags)) {
+        return NULL;
+    }
+    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    if (!mappings_ready) {
+        OBJ_CONSTRUCT(&mappings, opal_hash_table_t);
+        mappings_ready = (OPAL_SUCCESS == opal_hash_table_init(&mappings, 64));
+    }
+    if (mappings_ready &&
+        OPAL_SUCCESS != opal_hash_table_get_value_ptr(&mappings, desc->name, name_len,
+                                                      (void **) &m)) {
+        int fd = shm_open(desc->name, O_RDWR, 0);
+        struct stat st;
+        m = NULL;
+        if (fd >= 0 && 0 == fstat(fd, &st) && st.st_size > 0 && NULL != (m = malloc(sizeof(*m)))) {
+            m->size = (size_t) st.st_size;
+            m->addr = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (MAP_FAILED == m->addr) {
+                free(m);
+                m = NULL;
+            } else {
+                opal_hash_table_set_value_ptr(&mappings, desc->name, name_len, m);
+            }
+        }
+        if (fd >= 0) close(fd);
+    }
+    if (NULL != m && desc->offset + (desc->hi - desc->lo) <= m->size) {
+        addr = m->addr + desc->offset;
+    }
+    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    return addr;
+}
+
+void ompi_osc_ucxx_share_fini(void)
+{
+    if (mappings_ready) {
+        void *key, *node = NULL;
+        size_t key_len;
+        share_mapping_t *m;
+        int rc = opal_hash_table_get_first_key_ptr(&mappings, &key, &key_len, (void **) &m,
+                                                   &node);
+        while (OPAL_SUCCESS == rc) {
+            munmap(m->addr, m->size);
+            free(m);
+            rc = opal_hash_table_get_next_key_ptr(&mappings, &key, &key_len, (void **) &m, node,
+                                                  &node);
+        }
+        OBJ_DESTRUCT(&mappings);
+        mappings_ready = false;
+    }
+    for (int i = 0; i < own_count; ++i) {
+        shm_unlink(own_names[i]);
+        free(own_names[i]);
+    }
+    free(own_names);
+    own_names = NULL;
+    own_count = own_cap = 0;
+}
