@@ -220,6 +220,11 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
+    if (OPAL_UNLIKELY(view->ordered && path.partial)) {
+        /* one ordered stream per target: its private edges need UCX, so all
+         * of it goes through UCX (as the accumulates on it do) */
+        path.mapped = false;
+    }
 
     if (OPAL_LIKELY(ompi_datatype_is_contiguous_memory_layout(origin_dt, origin_count) &&
                     ompi_datatype_is_contiguous_memory_layout(target_dt, target_count))) {
