@@ -23,19 +23,6 @@
 
 #define M 1000
 
-static int env_int(const char *name, int def)
-{
-    const char *v = getenv(name);
-    return (v && *v) ? atoi(v) : def;
-}
-
-/* UCX over tcp emulates every atomic: keep the default counts lower there */
-static int slow_transport(void)
-{
-    const char *tls = getenv("UCX_TLS");
-    return tls && strstr(tls, "tcp");
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -175,8 +162,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    iters = env_int("ACC_ITERS", slow_transport() ? 2000 : 10000);
-    mix_iters = env_int("ACC_MIX_ITERS", 200);
+    iters = tu_env_int("ACC_ITERS", tu_slow_transport() ? 2000 : 10000);
+    mix_iters = tu_env_int("ACC_MIX_ITERS", 200);
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_enabled(flavor)) continue;

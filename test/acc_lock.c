@@ -21,12 +21,6 @@
 
 enum { LOCKW, COUNTER, OWNER, NSLOT };
 
-static int env_int(const char *name, int def)
-{
-    const char *v = getenv(name);
-    return (v && *v) ? atoi(v) : def;
-}
-
 
 int main(int argc, char **argv)
 {
@@ -36,7 +30,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    iters = env_int("ACC_LOCK_ITERS", 300);
+    iters = tu_env_int("ACC_LOCK_ITERS", 300);
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         tu_win_t w;

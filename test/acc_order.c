@@ -38,12 +38,6 @@ typedef struct {
     size_t boff;       /* offset (elements) into origin/result buffers */
 } step_t;
 
-static int env_int(const char *name, int def)
-{
-    const char *v = getenv(name);
-    return (v && *v) ? atoi(v) : def;
-}
-
 static uint64_t rng_state;
 static uint32_t rng(void)
 {
@@ -215,7 +209,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    steps = env_int("ACC_ORDER_STEPS", 300);
+    steps = tu_env_int("ACC_ORDER_STEPS", 300);
 
     /* vector target types: n blocks of one element, stride 2 */
     for (n = 0; n <= M / 2; n++) vecs[n] = MPI_DATATYPE_NULL;

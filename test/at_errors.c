@@ -181,6 +181,18 @@ int main(int argc, char **argv)
         expect_sync_err(rc, "MPI_Win_unlock without MPI_Win_lock", fl);
         still_usable(&w, "MPI_Win_unlock without lock");
 
+        /* 6: assert bits MPI does not define */
+        rc = MPI_Win_fence(0x40000000, w.win);
+        TU_CHECK(MPI_ERR_ASSERT == tu_err_class(rc), "MPI_Win_fence with a bad assert on %s: "
+                 "error class %d, expected MPI_ERR_ASSERT", fl, tu_err_class(rc));
+        rc = MPI_Win_post(nbr_group, 0x40000000, w.win);
+        TU_CHECK(MPI_ERR_ASSERT == tu_err_class(rc), "MPI_Win_post with a bad assert on %s: "
+                 "error class %d, expected MPI_ERR_ASSERT", fl, tu_err_class(rc));
+        rc = MPI_Win_start(nbr_group, MPI_MODE_NOPUT, w.win);
+        TU_CHECK(MPI_ERR_ASSERT == tu_err_class(rc), "MPI_Win_start with MPI_MODE_NOPUT on %s: "
+                 "error class %d, expected MPI_ERR_ASSERT", fl, tu_err_class(rc));
+        still_usable(&w, "bad asserts");
+
         tu_win_free(&w);
     }
     MPI_Group_free(&nbr_group);

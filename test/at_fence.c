@@ -32,12 +32,6 @@
 
 static int me, nprocs;
 
-static int env_int(const char *name, int def)
-{
-    const char *v = getenv(name);
-    return (v && *v) ? atoi(v) : def;
-}
-
 static int full_epoch(int e) { return e % 4 != 3; }
 /* epochs 0-3, 8-11, ... use every valid assert, the others none */
 static int asserted_epoch(int e) { return e % 8 < 4; }
@@ -56,7 +50,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    epochs = env_int("AT_EPOCHS", 1000);
+    epochs = tu_env_int("AT_EPOCHS", 1000);
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         const int RING_PUT = 0, A2A_PUT = K, SRC = K + nprocs * K, RING_ACC = SRC + 2 * K, ACC = RING_ACC + K;

@@ -140,15 +140,13 @@ static void pscw_rounds(tu_win_t *w, int rounds)
 
 int main(int argc, char **argv)
 {
-    const char *env;
     int rounds;
 
     tu_parse_args(argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    env = getenv("AT_ROUNDS");
-    rounds = (env && *env) ? atoi(env) : 60;
+    rounds = tu_env_int("AT_ROUNDS", 60);
 
     for (int flavor = 0; flavor < TU_NFLAVORS; ++flavor) {
         tu_win_t w;

@@ -27,12 +27,6 @@
 
 static int me, nprocs;
 
-static int env_int(const char *name, int def)
-{
-    const char *v = getenv(name);
-    return (v && *v) ? atoi(v) : def;
-}
-
 static int64_t lput_val(int e, int o, int j) { return ((int64_t)e * 16 + o) * 8 + j + 1; }
 static int64_t rput_val(int e, int o, int j) { return -(((int64_t)e * 16 + o) * 8 + j + 1); }
 static int64_t src_val(int e, int t, int j) { return (int64_t)e * 1000 + t * 10 + j + 3; }
@@ -47,7 +41,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    epochs = env_int("AT_EPOCHS", 1000);
+    epochs = tu_env_int("AT_EPOCHS", 1000);
     {
         int nbrs[2] = { (me - 1 + nprocs) % nprocs, (me + 1) % nprocs };
         MPI_Comm_group(MPI_COMM_WORLD, &world_group);

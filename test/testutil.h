@@ -124,6 +124,13 @@ static inline void tu_win_free(tu_win_t *w)
 
 /* ---- Helpers for the dynamic-window and memory-handle tests (dyn_*, mh_*) --- */
 
+/* Integer from the environment (test sizes); dflt when unset or empty. */
+static inline int tu_env_int(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return (v && *v) ? atoi(v) : dflt;
+}
+
 /* Integer option: "-i 100" (or "-i100"); dflt when absent. */
 static inline long tu_opt_long(int argc, char **argv, const char *opt, long dflt)
 {

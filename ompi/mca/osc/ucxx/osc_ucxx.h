@@ -494,6 +494,12 @@ static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_view_worker(ompi_osc_ucxx_vi
     return ompi_osc_ucxx_worker_self();
 }
 
+/* Is `rank` set in a bitmap of ranks (start_map, start_unposted)? */
+static inline bool ompi_osc_ucxx_bit(const uint8_t *map, int rank)
+{
+    return 0 != (map[rank >> 3] & (1 << (rank & 7)));
+}
+
 /* ------------------------------------------------------------------------- */
 /* Requests                                                                  */
 

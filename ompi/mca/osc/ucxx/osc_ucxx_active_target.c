@@ -53,6 +53,10 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
     bool opens = !(assert & MPI_MODE_NOSUCCEED);
     int rc = OMPI_SUCCESS;
 
+    if (assert & ~(MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE |
+                   MPI_MODE_NOSUCCEED)) {
+        return MPI_ERR_ASSERT;  /* before anything: a collective that stays matched */
+    }
     if (module->num_locks > 0 ||
         (module->epoch & (OSC_UCXX_EPOCH_LOCK_ALL | OSC_UCXX_EPOCH_START |
                           OSC_UCXX_EPOCH_POST))) {
@@ -146,10 +150,10 @@ void ompi_osc_ucxx_post_arrived(ompi_osc_ucxx_module_t *module, int from)
     OPAL_THREAD_UNLOCK(&module->post_lock);
 }
 
-/* Does `target` post to `origin` through a slot in the origin's state? */
-static bool post_by_slot(ompi_osc_ucxx_module_t *module, int target, int origin)
+/* Do we post to `origin` through our slot in its state segment? */
+static bool post_by_slot(ompi_osc_ucxx_module_t *module, int origin)
 {
-    return target < OSC_UCXX_POST_SLOTS && origin != target &&
+    return module->rank < OSC_UCXX_POST_SLOTS && origin != module->rank &&
            NULL != ompi_osc_ucxx_direct_state(module, origin);
 }
 
@@ -185,7 +189,7 @@ static bool take_post(ompi_osc_ucxx_module_t *module, int from)
 /* Tell `origin` we posted: our stores before the post are visible first. */
 static int send_post(ompi_osc_ucxx_module_t *module, int origin)
 {
-    if (post_by_slot(module, module->rank, origin)) {
+    if (post_by_slot(module, origin)) {
         return ompi_osc_ucxx_state_atomic(module, origin,
                                           OSC_UCXX_STATE_POSTS + 8 * module->rank,
                                           UCP_ATOMIC_OP_ADD, 1, 0, NULL);
@@ -201,11 +205,6 @@ static uint8_t *rank_map(ompi_osc_ucxx_module_t *module, const int *ranks, int n
     return map;
 }
 
-static bool map_test(const uint8_t *map, int rank)
-{
-    return 0 != (map[rank >> 3] & (1 << (rank & 7)));
-}
-
 /* Start does not wait for posts: the first operation on a target (or
  * complete, for targets never touched) consumes that target's post. */
 int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
@@ -215,6 +214,9 @@ int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_
     uint8_t *map, *unposted = NULL;
     ompi_osc_ucxx_serve(module);
 
+    if (assert & ~MPI_MODE_NOCHECK) {
+        return MPI_ERR_ASSERT;
+    }
     if ((epoch & (OSC_UCXX_EPOCH_START | OSC_UCXX_EPOCH_LOCK_ALL | OSC_UCXX_EPOCH_FENCE_OPS)) ||
         module->num_locks > 0) {
         return OMPI_ERR_RMA_SYNC;
@@ -251,7 +253,7 @@ int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_
 int ompi_osc_ucxx_start_sync(ompi_osc_ucxx_module_t *module, int target)
 {
     OPAL_THREAD_LOCK(&module->open_lock);
-    if (map_test(module->start_unposted, target)) {
+    if (ompi_osc_ucxx_bit(module->start_unposted, target)) {
         while (!take_post(module, target)) {
             opal_progress();
         }
@@ -292,6 +294,9 @@ int ompi_osc_ucxx_post(struct ompi_group_t *group, int assert, struct ompi_win_t
     int n, *ranks, rc = OMPI_SUCCESS;
     ompi_osc_ucxx_serve(module);
 
+    if (assert & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)) {
+        return MPI_ERR_ASSERT;
+    }
     if (module->epoch & (OSC_UCXX_EPOCH_POST | OSC_UCXX_EPOCH_FENCE_OPS)) {
         return OMPI_ERR_RMA_SYNC;
     }

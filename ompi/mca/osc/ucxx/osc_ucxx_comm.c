@@ -52,10 +52,9 @@ int ompi_osc_ucxx_check_access(ompi_osc_ucxx_module_t *module, int target)
         }
         return OMPI_SUCCESS;
     }
-    if ((epoch & OSC_UCXX_EPOCH_START) &&
-        (module->start_map[target >> 3] & (1 << (target & 7)))) {
+    if ((epoch & OSC_UCXX_EPOCH_START) && ompi_osc_ucxx_bit(module->start_map, target)) {
         if (OPAL_UNLIKELY(module->start_unposted_count > 0 &&
-                          (module->start_unposted[target >> 3] & (1 << (target & 7))))) {
+                          ompi_osc_ucxx_bit(module->start_unposted, target))) {
             return ompi_osc_ucxx_start_sync(module, target);
         }
         return OMPI_SUCCESS;
