@@ -164,6 +164,7 @@ static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
 #define OSC_UCXX_STATE_ACC_LOCKS 128  /* 32 accumulate stripe locks, 64 bytes apart */
 #define OSC_UCXX_STATE_DYN_GEN   2304 /* dynamic windows: detaches so far */
 #define OSC_UCXX_STATE_FENCE     2368 /* fences this process has called */
+#define OSC_UCXX_STATE_SERVE     2432 /* peers on the node that need our CPU (see serve) */
 #define OSC_UCXX_STATE_SIZE      4096 /* the fixed part; post slots follow */
 /* PSCW: slot i counts the posts rank i has made to us, where rank i can
  * reach our state by loads and stores (one node).  Ranks beyond the slots,
@@ -209,6 +210,7 @@ typedef struct ompi_osc_ucxx_link_t {
     volatile int64_t flushed;
     struct ompi_osc_ucxx_worker_t *worker;  /* set in a row's summary entry */
     struct ompi_osc_ucxx_dyncache_t *dyn;   /* dynamic windows: the target's regions */
+    bool asked_service;     /* we counted ourselves in the target's STATE_SERVE */
 } ompi_osc_ucxx_link_t;
 
 /* Dynamic windows: a region attached here, and an origin's cache of a
@@ -237,6 +239,14 @@ typedef struct {
 
 typedef struct ompi_osc_ucxx_dyncache_t {
     uint64_t gen;
+    /* The mapped range used last, [hot_lo, hot_hi), checked before anything
+     * else while the target's generation (*gen_word, its state segment
+     * mapped here) still equals gen; empty when hot_lo > hot_hi. */
+    uint64_t hot_lo, hot_hi;
+    intptr_t hot_delta;
+    bool hot_partial;
+    ucp_rkey_h hot_rkey;
+    const volatile uint64_t *gen_word;
     int count, cap;
     struct ompi_osc_ucxx_dynentry_t {
         uint64_t base, len;
@@ -251,6 +261,7 @@ typedef struct ompi_osc_ucxx_dyncache_t {
 typedef struct ompi_osc_ucxx_ltab_t {
     struct ompi_osc_ucxx_ltab_t *retired;
     int cap;
+    volatile int used;       /* rows [used, cap) are all NULL */
     ompi_osc_ucxx_link_t *links[];
 } ompi_osc_ucxx_ltab_t;
 
@@ -296,9 +307,12 @@ typedef struct ompi_osc_ucxx_module_t {
     char *blobs;
     ompi_osc_ucxx_ltab_t *volatile ltab;
 
-    /* Peers reach this window through UCX emulation (user memory, or no
-     * shared-memory mapping): our synchronization calls serve them. */
+    /* Peers may reach this window through UCX emulation or active messages
+     * (user memory, or no shared-memory mapping): our synchronization calls
+     * serve them.  Always, if some peer cannot map our state segment; else
+     * only while STATE_SERVE there is not zero (ompi_osc_ucxx_serve). */
     bool serve;
+    bool serve_always;
 
     /* Info keys */
     bool no_locks;
@@ -397,6 +411,22 @@ static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *m
     return ompi_osc_ucxx_link_resolve(module, worker, target);
 }
 
+/* Count ourselves in the target's STATE_SERVE (where we map it) before we
+ * need its CPU: +1 for good (want) or +1 then -1 around a request. */
+void ompi_osc_ucxx_want_service(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
+                                int target);
+void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int64_t delta);
+
+/* Before (or right after) an operation the target's CPU may have to serve:
+ * emulated RMA on user memory, an active message. */
+static inline void ompi_osc_ucxx_link_ask(ompi_osc_ucxx_module_t *module,
+                                          ompi_osc_ucxx_link_t *link, int target)
+{
+    if (OPAL_UNLIKELY(!link->asked_service)) {
+        ompi_osc_ucxx_want_service(module, link, target);
+    }
+}
+
 /* Count a UCX operation on a link for the next flush: after it is posted,
  * so a flush that sees the count also covers the operation.  Each worker's row of
  * links has one extra entry at [size] that summarizes the row. */
@@ -405,6 +435,7 @@ static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
 {
     OPAL_THREAD_ADD_FETCH64(&link->issued, 1);
     OPAL_THREAD_ADD_FETCH64(&link[module->size - target].issued, 1);
+    ompi_osc_ucxx_link_ask(module, link, target);
 }
 
 /* The peer's window memory mapped into ours, or NULL.  Resolved once per
@@ -429,11 +460,15 @@ static inline char *ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module, i
 }
 
 /* Called by every synchronization call: where peers' operations on this
- * window are emulated by UCX (active messages on our main worker), a process
- * that only synchronizes locally must still serve them. */
+ * window are emulated by UCX or carried by active messages (both handled on
+ * our main worker), a process that only synchronizes locally must still
+ * serve them.  Peers that map our state segment say when they need that
+ * (STATE_SERVE), so that windows nobody emulates on skip the polling. */
 static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
 {
-    if (module->serve) {
+    if (module->serve &&
+        (module->serve_always ||
+         0 != *(volatile int64_t *) (module->state + OSC_UCXX_STATE_SERVE))) {
         ucp_worker_progress(OSC_UCXX.main_worker->ucp);
         ompi_osc_ucxx_am_drain();
     }
@@ -462,7 +497,19 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
                                         uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
 {
     char *direct;
-    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == module->flavor)) {
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_link(module, worker, target);
+        ompi_osc_ucxx_dyncache_t *c = NULL == link ? NULL : link->dyn;
+        if (OPAL_LIKELY(NULL != c && lo >= c->hot_lo && hi <= c->hot_hi &&
+                        *c->gen_word == c->gen)) {
+            /* the region used last, still attached: as fast as allocated */
+            path->mapped = true;
+            path->partial = c->hot_partial;
+            path->delta = c->hot_delta;
+            path->link = link;
+            path->rkey = c->hot_rkey;
+            return OMPI_SUCCESS;
+        }
         return ompi_osc_ucxx_dyn_resolve(module, worker, target, lo, hi, path);
     }
     direct = ompi_osc_ucxx_direct(module, target);

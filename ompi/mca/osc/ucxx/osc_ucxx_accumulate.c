@@ -274,6 +274,7 @@ static int ucx_rw(acc_t *a, bool write, void *local, uint64_t remote, size_t len
     ucs_status_ptr_t sp;
     int rc;
 
+    ompi_osc_ucxx_link_ask(a->module, a->path.link, a->target);
     sp = write ? ucp_put_nbx(a->path.link->ep, local, len, remote, a->path.rkey, &param)
                : ucp_get_nbx(a->path.link->ep, local, len, remote, a->path.rkey, &param);
     rc = ompi_osc_ucxx_wait_request(a->worker, sp);

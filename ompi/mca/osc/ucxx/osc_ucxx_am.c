@@ -77,6 +77,9 @@ int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t
         free(buf);
         return OMPI_ERR_UNREACH;
     }
+    if (OSC_UCXX_AM_ACC == id || OSC_UCXX_AM_POST == id) {
+        ompi_osc_ucxx_link_ask(module, link, target);  /* (replies are waited for) */
+    }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
     param.flags = UCP_AM_SEND_FLAG_EAGER;

@@ -254,6 +254,8 @@ static void cache_clear(ompi_osc_ucxx_dyncache_t *cache, uint64_t gen)
     }
     cache->count = 0;
     cache->gen = gen;
+    cache->hot_lo = UINT64_MAX;
+    cache->hot_hi = 0;
 }
 
 void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache)
@@ -320,12 +322,14 @@ static int region_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t 
     req->lo = lo;
     req->hi = hi;
     wait->done = false;
+    ompi_osc_ucxx_need_service(module, target, 1);
     rc = ompi_osc_ucxx_am_send(module, worker, target, OSC_UCXX_AM_REGION_REQ, req,
                                sizeof(*req), sizeof(*req));
     while (OMPI_SUCCESS == rc && !wait->done) {
         ucp_worker_progress(worker->ucp);
         opal_progress();
     }
+    ompi_osc_ucxx_need_service(module, target, -1);
     opal_atomic_rmb();
     return rc;
 }
@@ -360,6 +364,7 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
     region_wait_t wait;
     dynentry_t *entry, fresh;
     uint64_t gen;
+    char *state;
     int rc;
 
     path->partial = false;
@@ -375,8 +380,14 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
     if (NULL == path->link) return OMPI_ERR_UNREACH;
     cache = path->link->dyn;
     if (NULL == cache) {
-        cache = path->link->dyn = calloc(1, sizeof(*cache));
+        cache = calloc(1, sizeof(*cache));
         if (NULL == cache) return OMPI_ERR_OUT_OF_RESOURCE;
+        cache_clear(cache, 0);
+        state = ompi_osc_ucxx_direct_state(module, target);
+        cache->gen_word = NULL == state ? NULL
+                                        : (const volatile uint64_t *) (state +
+                                                                       OSC_UCXX_STATE_DYN_GEN);
+        path->link->dyn = cache;
     }
     rc = target_generation(module, target, &gen);
     if (OMPI_SUCCESS != rc) return rc;
@@ -406,6 +417,13 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
         path->mapped = true;
         path->delta = (intptr_t) entry->direct - (intptr_t) entry->dlo;
         path->partial = entry->dlo > entry->base || entry->dhi < entry->base + entry->len;
+        if (NULL != cache->gen_word) {
+            cache->hot_lo = entry->dlo;
+            cache->hot_hi = entry->dhi;
+            cache->hot_delta = path->delta;
+            cache->hot_partial = path->partial;
+            cache->hot_rkey = entry->rkey;
+        }
     }
     return OMPI_SUCCESS;
 }

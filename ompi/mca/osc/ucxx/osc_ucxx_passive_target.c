@@ -151,7 +151,9 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
     if (NULL == only) {
         ompi_osc_ucxx_serve(module);  /* thread scope touches nothing shared */
     }
-    for (int w = 0; w < tab->cap; ++w) {
+    int rows = tab->used;
+    opal_atomic_rmb();  /* rows below `used` were stored before it */
+    for (int w = 0; w < rows; ++w) {
         ompi_osc_ucxx_link_t *links = tab->links[w];
         if (NULL != only && w != only->index) continue;
         if (NULL == links) continue;

@@ -393,6 +393,24 @@ void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
     free(module);
 }
 
+/* Do all peers map our state segment (so that they can tell us when they
+ * need our CPU)?  Only peers on our node can; whether they do depends on the
+ * transports, the same for all of them, so one neighbour answers for all. */
+static bool peers_map_state(ompi_osc_ucxx_module_t *module)
+{
+    int neighbour = (module->rank + 1) % module->size;
+    if (module->size > opal_process_info.num_local_peers + 1) {
+        return false;  /* (and no ompi_proc_t is made for far ranks) */
+    }
+    for (int i = 0; i < module->size; ++i) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, i);
+        if (!OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            return false;
+        }
+    }
+    return module->size == 1 || NULL != ompi_osc_ucxx_direct_state(module, neighbour);
+}
+
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
                                 int disp_unit, struct ompi_communicator_t *comm,
                                 struct opal_info_t *info, int flavor, int *model)
@@ -488,12 +506,9 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
 
     /* Can peers reach us one-sidedly?  Not into user memory; and if a
      * neighbour cannot be mapped, assume no peer can (same transports). */
-    module->serve = (MPI_WIN_FLAVOR_CREATE == flavor && size > 0) ||
-                    MPI_WIN_FLAVOR_DYNAMIC == flavor;
-    if (!module->serve && module->size > 1) {
-        int neighbour = (module->rank + 1) % module->size;
-        module->serve = (NULL == ompi_osc_ucxx_direct_state(module, neighbour));
-    }
+    module->serve_always = !peers_map_state(module);
+    module->serve = module->serve_always || MPI_WIN_FLAVOR_DYNAMIC == flavor ||
+                    (MPI_WIN_FLAVOR_CREATE == flavor && size > 0);
 
     /* Nobody may send us active messages for this window before it is in
      * the table. */
@@ -599,6 +614,7 @@ static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
             return NULL;
         }
         grown->cap = cap;
+        grown->used = tab->used;
         memcpy(grown->links, tab->links, tab->cap * sizeof(tab->links[0]));
         grown->retired = tab;  /* readers may still hold the old table */
         opal_atomic_wmb();
@@ -610,6 +626,10 @@ static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
         row[module->size].worker = worker;  /* flushes find the worker here */
         opal_atomic_wmb();
         tab->links[worker->index] = row;
+        if (worker->index >= tab->used) {
+            opal_atomic_wmb();
+            tab->used = worker->index + 1;
+        }
     }
     return tab->links[worker->index];
 }

@@ -449,3 +449,31 @@ int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req)
     }
     return OMPI_SUCCESS;
 }
+
+/* ------------------------------------------------------------------------- */
+/* Asking a target to serve us */
+
+/* A target on our node whose state segment we map polls its main worker
+ * in its synchronization calls only while its STATE_SERVE is not zero
+ * (ompi_osc_ucxx_serve).  We add 1 there before the first operation or
+ * message of ours that needs its CPU and leave it: any later one may too.
+ * Where we cannot map the target's state, the target serves always. */
+void ompi_osc_ucxx_want_service(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
+                                int target)
+{
+    link->asked_service = true;
+    ompi_osc_ucxx_need_service(module, target, 1);
+}
+
+/* +1 before a request the target answers, -1 once it has. */
+void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int64_t delta)
+{
+    char *state;
+    if (target == module->rank) {
+        return;  /* we serve ourselves while we wait */
+    }
+    state = ompi_osc_ucxx_direct_state(module, target);
+    if (NULL != state) {
+        opal_atomic_add_fetch_64((volatile int64_t *) (state + OSC_UCXX_STATE_SERVE), delta);
+    }
+}
