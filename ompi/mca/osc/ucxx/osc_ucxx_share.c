@@ -17,7 +17,7 @@
  * Only private anonymous memory (heap, anonymous mmap) is moved, and only the
  * pages the attachment covers entirely, so no neighbouring object shares a
  * moved page.  Pages moved once are recognised (by their mapping in
- * /proc/self/maps) and shared again without a copy.  Writes by another thread
+ * /proc/self/map_files or /proc/self/maps) and shared again without a copy.  Writes by another thread
  * to the attached pages during the attach itself would be lost, and after a
  * fork() the pages are shared with the child: MCA parameter
  * osc_ucxx_share_user_memory=0 turns this off.  Objects are unlinked at
@@ -44,7 +44,12 @@ typedef struct {
 
 static opal_hash_table_t mappings;   /* object name -> share_mapping_t* (peers') */
 static bool mappings_ready;
-static char **own_names;             /* objects we created, unlinked at finalize */
+/* Objects we created (unlinked at finalize) and where we put them. */
+typedef struct {
+    char *name;
+    uint64_t lo, hi;
+} own_object_t;
+static own_object_t *own;
 static int own_count, own_cap;
 static unsigned own_serial;
 
@@ -101,16 +106,44 @@ static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
     return (covered >= hi && kind > 0) ? kind : 0;
 }
 
-static void own_name_add(const char *name)
+static void own_add(const char *name, uint64_t lo, uint64_t hi)
 {
     if (own_count == own_cap) {
         int cap = own_cap ? 2 * own_cap : 16;
-        void *tmp = realloc(own_names, cap * sizeof(char *));
+        void *tmp = realloc(own, cap * sizeof(*own));
         if (NULL == tmp) return;  /* the object then outlives us in /dev/shm */
-        own_names = tmp;
+        own = tmp;
         own_cap = cap;
     }
-    own_names[own_count++] = strdup(name);
+    own[own_count++] = (own_object_t){strdup(name), lo, hi};
+}
+
+/* [lo, hi) inside pages we moved, still mapped as we left them?  One
+ * readlink of the mapping's /proc/self/map_files entry, which exists only
+ * while a mapping has exactly those bounds, instead of reading all of
+ * /proc/self/maps (tens of microseconds).  Re-attaching the same memory is
+ * the common case. */
+static bool own_find(uint64_t lo, uint64_t hi, vma_t *ours)
+{
+    char link[64];
+    for (int i = own_count - 1; i >= 0; --i) {
+        ssize_t n;
+        if (NULL == own[i].name || lo < own[i].lo || hi > own[i].hi) continue;
+        snprintf(link, sizeof(link), "/proc/self/map_files/%" PRIx64 "-%" PRIx64, own[i].lo,
+                 own[i].hi);
+        n = readlink(link, ours->path, sizeof(ours->path) - 1);
+        if (n <= 0) return false;
+        ours->path[n] = '\0';
+        if (0 != strncmp(ours->path, SHM_PREFIX, strlen(SHM_PREFIX)) ||
+            0 != strcmp(ours->path + strlen(SHM_PREFIX), own[i].name)) {
+            return false;
+        }
+        ours->start = own[i].lo;
+        ours->end = own[i].hi;
+        ours->offset = 0;
+        return true;
+    }
+    return false;
 }
 
 /* Move the pages [lo, hi) onto a new object `name`. */
@@ -153,7 +186,7 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
         return OMPI_SUCCESS;
     }
     OPAL_THREAD_LOCK(&OSC_UCXX.lock);
-    kind = classify(lo, hi, &ours);
+    kind = own_find(lo, hi, &ours) ? 1 : classify(lo, hi, &ours);
     if (1 == kind && strlen(ours.path + strlen(SHM_PREFIX)) < sizeof(desc->name)) {
         memcpy(desc->name, ours.path + strlen(SHM_PREFIX),
                strlen(ours.path + strlen(SHM_PREFIX)) + 1);
@@ -164,7 +197,7 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
                  (unsigned) self->super.proc_name.jobid, (unsigned) self->super.proc_name.vpid,
                  own_serial++);
         if (move_pages(lo, hi, desc->name)) {
-            own_name_add(desc->name);
+            own_add(desc->name, lo, hi);
         } else {
             OSC_UCXX_VERBOSE(10, "could not move [%#" PRIx64 ", %#" PRIx64 ") to shared memory",
                              lo, hi);
@@ -239,10 +272,10 @@ void ompi_osc_ucxx_share_fini(void)
         mappings_ready = false;
     }
     for (int i = 0; i < own_count; ++i) {
-        shm_unlink(own_names[i]);
-        free(own_names[i]);
+        shm_unlink(own[i].name);
+        free(own[i].name);
     }
-    free(own_names);
-    own_names = NULL;
+    free(own);
+    own = NULL;
     own_count = own_cap = 0;
 }
