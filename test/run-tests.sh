@@ -4,6 +4,8 @@
 #
 # List line format (test/*.list):   program  NPLIST  [args...]
 #   e.g.  putget  2,4  --iters 100
+# A program named *.sh is a script in test/ that runs mpirun itself; it gets
+# NP and the mpirun arguments (and finds the programs in $TEST_BINDIR).
 # Lines starting with '#' are comments.
 #
 # Environment:
@@ -52,10 +54,18 @@ for transport in $TRANSPORTS; do
             tag=$(printf '%s' "$args" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//;s/_*$//')
             log="$logdir/$prog.np$np.$transport${tag:+.$tag}.log"
             t0=$(date +%s.%N)
-            # shellcheck disable=SC2086
-            timeout -k 10 "$TEST_TIMEOUT" mpirun "${root_args[@]}" --oversubscribe --bind-to none \
-                -np "$np" --mca osc "$OSC" "${tls_env[@]}" ${MPIRUN_ARGS:-} \
-                "$bindir/$prog" $args </dev/null >"$log" 2>&1
+            mpi_args=("${root_args[@]}" --oversubscribe --bind-to none --mca osc "$OSC"
+                      "${tls_env[@]}")
+            if [[ $prog == *.sh ]]; then
+                # a script that runs mpirun itself: NP, then the mpirun arguments
+                # shellcheck disable=SC2086
+                TEST_BINDIR=$bindir timeout -k 10 "$TEST_TIMEOUT" "$here/$prog" "$np" \
+                    "${mpi_args[@]}" ${MPIRUN_ARGS:-} $args </dev/null >"$log" 2>&1
+            else
+                # shellcheck disable=SC2086
+                timeout -k 10 "$TEST_TIMEOUT" mpirun "${mpi_args[@]}" -np "$np" ${MPIRUN_ARGS:-} \
+                    "$bindir/$prog" $args </dev/null >"$log" 2>&1
+            fi
             rc=$?
             secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
             if [ $rc = 0 ]; then

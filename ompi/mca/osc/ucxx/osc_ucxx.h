@@ -224,6 +224,7 @@ typedef struct {
     uint64_t lo, hi;
 } ompi_osc_ucxx_share_t;
 
+void ompi_osc_ucxx_share_prepare(void);
 int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc);
 char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *desc);
 void ompi_osc_ucxx_share_fini(void);

@@ -20,18 +20,26 @@
  * /proc/self/map_files or /proc/self/maps) and shared again without a copy.  Writes by another thread
  * to the attached pages during the attach itself would be lost, and after a
  * fork() the pages are shared with the child: MCA parameter
- * osc_ucxx_share_user_memory=0 turns this off.  Objects are unlinked at
- * finalize; peers keep their mappings until then, so a peer that races a
- * detach touches memory that still exists.
+ * osc_ucxx_share_user_memory=0 turns this off.
+ *
+ * The objects are files in one directory per process,
+ * /dev/shm/osc_ucxx.<jobid>.<vpid>/, which we remove at finalize and which
+ * is registered with the PMIx server for removal when the process ends any
+ * other way (killed, aborted), as btl/vader does with its segment.  Peers
+ * keep their mappings until finalize, so a peer that races a detach touches
+ * memory that still exists.
  */
 
 #include "ompi_config.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "opal/mca/pmix/pmix.h"
 
 #include "osc_ucxx.h"
 
@@ -51,6 +59,7 @@ typedef struct {
 } own_object_t;
 static own_object_t *own;
 static int own_count, own_cap;
+static char own_dir[48];             /* "/osc_ucxx.<jobid>.<vpid>" under SHM_PREFIX, once made */
 static unsigned own_serial;
 
 /* One line of /proc/self/maps. */
@@ -151,8 +160,13 @@ static bool move_pages(uint64_t lo, uint64_t hi, const char *name)
 {
     size_t len = hi - lo;
     void *tmp = MAP_FAILED;
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    bool ok = (fd >= 0 && 0 == ftruncate(fd, (off_t) len));
+    char path[sizeof(SHM_PREFIX) + 48];
+    bool ok;
+    int fd;
+
+    snprintf(path, sizeof(path), SHM_PREFIX "%s", name);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ok = (fd >= 0 && 0 == ftruncate(fd, (off_t) len));
 
     if (ok) {
         tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -168,8 +182,43 @@ static bool move_pages(uint64_t lo, uint64_t hi, const char *name)
         munmap(tmp, len);
     }
     if (fd >= 0) close(fd);
-    if (!ok && fd >= 0) shm_unlink(name);
+    if (!ok && fd >= 0) unlink(path);
     return ok;
+}
+
+/* Our directory of objects, handed to the PMIx server to remove when we end.
+ * That registration is a message nobody answers (opal_pmix.register_cleanup
+ * sends it and returns; opal_pmix.job_control, which could wait for the
+ * answer, aborts in some Open MPI 4.1 builds), so we make the directory as
+ * early as we can: when a window that may share user memory is created. */
+static bool own_dir_ready(void)
+{
+    char path[sizeof(SHM_PREFIX) + sizeof(own_dir)];
+    ompi_proc_t *self;
+
+    if ('\0' != own_dir[0]) return true;
+    self = ompi_proc_local();
+    snprintf(own_dir, sizeof(own_dir), "/osc_ucxx.%u.%u", (unsigned) self->super.proc_name.jobid,
+             (unsigned) self->super.proc_name.vpid);
+    snprintf(path, sizeof(path), SHM_PREFIX "%s", own_dir);
+    if (0 != mkdir(path, 0700) && EEXIST != errno) {
+        OSC_UCXX_VERBOSE(10, "cannot make %s: %s", path, strerror(errno));
+        own_dir[0] = '\0';
+        return false;
+    }
+    if (NULL != opal_pmix.register_cleanup) {
+        (void) opal_pmix.register_cleanup(path, true, false, false);
+    }
+    return true;
+}
+
+void ompi_osc_ucxx_share_prepare(void)
+{
+    if (OSC_UCXX.share_user && OSC_UCXX.use_direct) {
+        OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+        (void) own_dir_ready();
+        OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    }
 }
 
 int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc)
@@ -191,11 +240,9 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
         memcpy(desc->name, ours.path + strlen(SHM_PREFIX),
                strlen(ours.path + strlen(SHM_PREFIX)) + 1);
         desc->offset = lo - ours.start + ours.offset;
-    } else if (2 == kind) {
-        ompi_proc_t *self = ompi_proc_local();
-        snprintf(desc->name, sizeof(desc->name), "/osc_ucxx.%u.%u.%u",
-                 (unsigned) self->super.proc_name.jobid, (unsigned) self->super.proc_name.vpid,
-                 own_serial++);
+    } else if (2 == kind && own_dir_ready()) {
+        /* "/osc_ucxx.<10 digits>.<10 digits>/<10 digits>" fits desc->name */
+        snprintf(desc->name, sizeof(desc->name), "%.36s/%u", own_dir, own_serial++);
         if (move_pages(lo, hi, desc->name)) {
             own_add(desc->name, lo, hi);
         } else {
@@ -232,8 +279,12 @@ char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *d
     if (mappings_ready &&
         OPAL_SUCCESS != opal_hash_table_get_value_ptr(&mappings, desc->name, name_len,
                                                       (void **) &m)) {
-        int fd = shm_open(desc->name, O_RDWR, 0);
+        char path[sizeof(SHM_PREFIX) + sizeof(desc->name)];
         struct stat st;
+        int fd;
+
+        snprintf(path, sizeof(path), SHM_PREFIX "%s", desc->name);
+        fd = open(path, O_RDWR);
         m = NULL;
         if (fd >= 0 && 0 == fstat(fd, &st) && st.st_size > 0 && NULL != (m = malloc(sizeof(*m)))) {
             m->size = (size_t) st.st_size;
@@ -272,10 +323,18 @@ void ompi_osc_ucxx_share_fini(void)
         mappings_ready = false;
     }
     for (int i = 0; i < own_count; ++i) {
-        shm_unlink(own[i].name);
+        char path[sizeof(SHM_PREFIX) + 48];
+        snprintf(path, sizeof(path), SHM_PREFIX "%s", own[i].name);
+        unlink(path);
         free(own[i].name);
     }
     free(own);
     own = NULL;
+    if ('\0' != own_dir[0]) {
+        char path[sizeof(SHM_PREFIX) + sizeof(own_dir)];
+        snprintf(path, sizeof(path), SHM_PREFIX "%s", own_dir);
+        rmdir(path);
+        own_dir[0] = '\0';
+    }
     own_count = own_cap = 0;
 }

@@ -460,6 +460,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     } else if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
         module->base = NULL;   /* displacements are addresses; memory comes by attach */
         module->len = 0;
+        ompi_osc_ucxx_share_prepare();  /* well before the first attach */
     } else {
         module->base = *base;
         if (size > 0) {
