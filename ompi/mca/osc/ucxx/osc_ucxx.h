@@ -224,6 +224,20 @@ typedef struct {
     uint64_t lo, hi;
 } ompi_osc_ucxx_share_t;
 
+/* MPI_Win_allocate_shared: one object holds every rank's segment, in rank
+ * order; each process maps all of it. */
+typedef struct ompi_osc_ucxx_shseg_t {
+    char *map;
+    size_t len;
+    uint64_t *offsets;       /* rank r's segment: [offsets[r], offsets[r] + sizes[r]) */
+    uint64_t *sizes;
+} ompi_osc_ucxx_shseg_t;
+
+int ompi_osc_ucxx_share_segment(struct ompi_communicator_t *comm, size_t size, bool noncontig,
+                                ompi_osc_ucxx_shseg_t **seg, ompi_osc_ucxx_share_t *desc);
+void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg);
+int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
+                               void *baseptr);
 void ompi_osc_ucxx_share_prepare(void);
 int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc);
 char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *desc);
@@ -302,6 +316,7 @@ typedef struct ompi_osc_ucxx_module_t {
     char *state;             /* local state segment */
     size_t state_size;
     ompi_osc_ucxx_share_t share;  /* MPI_Win_create memory shared on the node */
+    struct ompi_osc_ucxx_shseg_t *shseg;  /* MPI_Win_allocate_shared: the group's segment */
 
     /* Published by peers */
     ompi_osc_ucxx_peer_t *peers;

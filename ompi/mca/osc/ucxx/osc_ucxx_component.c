@@ -176,10 +176,10 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor)
 {
-    /* Flavors not implemented yet are declined so `--mca osc ucxx,sm,rdma`
-     * hands them to the next component. */
+    /* A flavor we do not know (a later MPI's) is declined, so that
+     * `--mca osc ucxx,sm,rdma` hands it to the next component. */
     if (MPI_WIN_FLAVOR_CREATE != flavor && MPI_WIN_FLAVOR_ALLOCATE != flavor &&
-        MPI_WIN_FLAVOR_DYNAMIC != flavor) {
+        MPI_WIN_FLAVOR_DYNAMIC != flavor && MPI_WIN_FLAVOR_SHARED != flavor) {
         OSC_UCXX_VERBOSE(10, "declining window flavor %d", flavor);
         return -1;
     }

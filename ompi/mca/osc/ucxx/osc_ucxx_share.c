@@ -338,3 +338,91 @@ void ompi_osc_ucxx_share_fini(void)
     }
     own_count = own_cap = 0;
 }
+
+/* ------------------------------------------------------------------------- */
+/* MPI_Win_allocate_shared */
+
+/* Rank 0 makes an object for the whole group (segments back to back in rank
+ * order, or each on its own pages with alloc_shared_noncontig), everyone
+ * maps it, and rank 0 unlinks it at once: nothing is left in /dev/shm, and
+ * the memory goes when the last process unmaps it.  Collective; every rank
+ * returns the same verdict. */
+int ompi_osc_ucxx_share_segment(ompi_communicator_t *comm, size_t size, bool noncontig,
+                                ompi_osc_ucxx_shseg_t **out, ompi_osc_ucxx_share_t *desc)
+{
+    uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE), mine = size;
+    int nprocs = ompi_comm_size(comm), me = ompi_comm_rank(comm), ok, all_ok = 0, rc;
+    char name[sizeof(desc->name)] = "", path[sizeof(SHM_PREFIX) + sizeof(name)];
+    ompi_osc_ucxx_shseg_t *seg = calloc(1, sizeof(*seg));
+
+    memset(desc, 0, sizeof(*desc));
+    ok = (NULL != seg && NULL != (seg->sizes = malloc(nprocs * sizeof(uint64_t))) &&
+          NULL != (seg->offsets = malloc((nprocs + 1) * sizeof(uint64_t))));
+    rc = comm->c_coll->coll_allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm,
+                                      comm->c_coll->coll_allreduce_module);
+    if (OMPI_SUCCESS != rc || !ok) goto fail;
+    rc = comm->c_coll->coll_allgather(&mine, 1, MPI_UINT64_T, seg->sizes, 1, MPI_UINT64_T, comm,
+                                      comm->c_coll->coll_allgather_module);
+    if (OMPI_SUCCESS != rc) goto fail;
+    seg->offsets[0] = 0;
+    for (int i = 0; i < nprocs; ++i) {
+        uint64_t len = noncontig ? (seg->sizes[i] + page - 1) & ~(page - 1) : seg->sizes[i];
+        seg->offsets[i + 1] = seg->offsets[i] + len;
+    }
+    seg->len = (size_t) ((seg->offsets[nprocs] + page - 1) & ~(page - 1));
+    if (0 == seg->len) seg->len = (size_t) page;
+
+    if (0 == me) {
+        int fd = -1;
+        OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+        if (own_dir_ready()) {
+            snprintf(name, sizeof(name), "%.36s/w%u", own_dir, own_serial++);
+            snprintf(path, sizeof(path), SHM_PREFIX "%s", name);
+            fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+        }
+        OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+        if (fd < 0 || 0 != ftruncate(fd, (off_t) seg->len)) name[0] = '\0';
+        if (fd >= 0) close(fd);
+    }
+    rc = comm->c_coll->coll_bcast(name, sizeof(name), MPI_CHAR, 0, comm,
+                                  comm->c_coll->coll_bcast_module);
+    if (OMPI_SUCCESS != rc) goto fail;
+    ok = ('\0' != name[0]);
+    if (ok) {
+        int fd;
+        snprintf(path, sizeof(path), SHM_PREFIX "%s", name);
+        fd = open(path, O_RDWR);
+        seg->map = fd < 0 ? MAP_FAILED
+                          : mmap(NULL, seg->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (fd >= 0) close(fd);
+        ok = (MAP_FAILED != seg->map);
+        if (!ok) seg->map = NULL;
+    }
+    rc = comm->c_coll->coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm,
+                                      comm->c_coll->coll_allreduce_module);
+    if (0 == me && '\0' != name[0]) unlink(path);  /* everyone has it mapped, or gives up */
+    if (OMPI_SUCCESS != rc || !all_ok) goto fail;
+
+    if (size > 0) {
+        memcpy(desc->name, name, sizeof(desc->name));
+        desc->offset = seg->offsets[me];
+        desc->lo = (uint64_t) (uintptr_t) (seg->map + seg->offsets[me]);
+        desc->hi = desc->lo + size;
+    }
+    *out = seg;
+    return OMPI_SUCCESS;
+fail:
+    ompi_osc_ucxx_share_segment_free(seg);
+    *out = NULL;
+    return OMPI_SUCCESS != rc ? rc : OMPI_ERR_OUT_OF_RESOURCE;
+}
+
+void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg)
+{
+    if (NULL != seg) {
+        if (NULL != seg->map) munmap(seg->map, seg->len);
+        free(seg->sizes);
+        free(seg->offsets);
+        free(seg);
+    }
+}

@@ -14,7 +14,7 @@
 #include "osc_ucxx.h"
 
 static const ompi_osc_base_module_t ucxx_module_template = {
-    .osc_win_shared_query = NULL,
+    .osc_win_shared_query = ompi_osc_ucxx_shared_query,
     .osc_win_attach = ompi_osc_ucxx_attach,
     .osc_win_detach = ompi_osc_ucxx_detach,
     .osc_free = ompi_osc_ucxx_free,
@@ -374,6 +374,7 @@ void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
     }
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
     if (NULL != module->data_memh) ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
+    ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
     if (NULL != module->state_memh) ucp_mem_unmap(OSC_UCXX.context, module->state_memh);
     if (NULL != module->comm) ompi_comm_free(&module->comm);
     free(module->peers);
@@ -396,19 +397,25 @@ void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
 /* Do all peers map our state segment (so that they can tell us when they
  * need our CPU)?  Only peers on our node can; whether they do depends on the
  * transports, the same for all of them, so one neighbour answers for all. */
-static bool peers_map_state(ompi_osc_ucxx_module_t *module)
+static bool all_on_node(ompi_osc_ucxx_module_t *module)
 {
-    int neighbour = (module->rank + 1) % module->size;
     if (module->size > opal_process_info.num_local_peers + 1) {
         return false;  /* (and no ompi_proc_t is made for far ranks) */
     }
     for (int i = 0; i < module->size; ++i) {
         ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, i);
-        if (!OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+        if (i != module->rank && !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
             return false;
         }
     }
-    return module->size == 1 || NULL != ompi_osc_ucxx_direct_state(module, neighbour);
+    return true;
+}
+
+static bool peers_map_state(ompi_osc_ucxx_module_t *module)
+{
+    int neighbour = (module->rank + 1) % module->size;
+    return all_on_node(module) &&
+           (module->size == 1 || NULL != ompi_osc_ucxx_direct_state(module, neighbour));
 }
 
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
@@ -461,6 +468,23 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
         module->base = NULL;   /* displacements are addresses; memory comes by attach */
         module->len = 0;
         ompi_osc_ucxx_share_prepare();  /* well before the first attach */
+    } else if (MPI_WIN_FLAVOR_SHARED == flavor) {
+        if (!all_on_node(module)) {
+            OSC_UCXX_VERBOSE(10, "MPI_Win_allocate_shared over ranks on several nodes");
+            rc = MPI_ERR_RMA_SHARED;  /* the same verdict on every rank */
+            goto fail;
+        }
+        rc = ompi_osc_ucxx_share_segment(module->comm, size,
+                                         info_flag(info, "alloc_shared_noncontig"),
+                                         &module->shseg, &module->share);
+        if (OMPI_SUCCESS != rc) goto fail;
+        module->base = module->shseg->map + module->shseg->offsets[module->rank];
+        *base = module->base;
+        if (size > 0) {
+            void *addr = module->base;  /* registered for peers that cannot map it */
+            rc = map_memory(&addr, size, false, &module->data_memh);
+            if (OMPI_SUCCESS != rc) goto fail;
+        }
     } else {
         module->base = *base;
         if (size > 0) {
@@ -509,7 +533,8 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
      * neighbour cannot be mapped, assume no peer can (same transports). */
     module->serve_always = !peers_map_state(module);
     module->serve = module->serve_always || MPI_WIN_FLAVOR_DYNAMIC == flavor ||
-                    (MPI_WIN_FLAVOR_CREATE == flavor && size > 0);
+                    ((MPI_WIN_FLAVOR_CREATE == flavor || MPI_WIN_FLAVOR_SHARED == flavor) &&
+                     size > 0);
 
     /* Nobody may send us active messages for this window before it is in
      * the table. */
@@ -691,6 +716,11 @@ static void map_shared(ompi_osc_ucxx_module_t *module, int target)
     ompi_osc_ucxx_share_t share;
     char *ptr;
 
+    if (NULL != module->shseg) {
+        /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
+        peer->direct_data = module->shseg->map + module->shseg->offsets[target];
+        return;
+    }
     memcpy(&share, module->blobs + peer->blob + peer->data_rkey_len + peer->state_rkey_len,
            sizeof(share));
     ptr = ompi_osc_ucxx_share_map(ompi_comm_peer_lookup(module->comm, target), &share);
@@ -732,4 +762,27 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
     peer->resolved = true;
 out:
     OPAL_THREAD_UNLOCK(&module->sync_lock);
+}
+
+/* MPI_Win_shared_query: a rank's segment in our mapping of the group's
+ * object; MPI_PROC_NULL names the first rank with a segment. */
+int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
+                               void *baseptr)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    ompi_osc_ucxx_shseg_t *seg = module->shseg;
+
+    if (NULL == seg) {
+        return MPI_ERR_RMA_FLAVOR;
+    }
+    if (MPI_PROC_NULL == rank) {
+        for (rank = 0; rank < module->size - 1 && 0 == seg->sizes[rank]; ++rank) {
+        }
+    } else if (rank < 0 || rank >= module->size) {
+        return MPI_ERR_RANK;
+    }
+    *size = (size_t) seg->sizes[rank];
+    *disp_unit = module->peers[rank].disp_unit;
+    *(void **) baseptr = seg->map + seg->offsets[rank];
+    return OMPI_SUCCESS;
 }
