@@ -64,6 +64,25 @@ static void use_window(tu_win_t *w, const char *what)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* A window of `flavor` made with info key=val (none when key is NULL): the
+ * keys it reports (a NULL expectation is not checked), then the accumulates. */
+static void info_case(int flavor, const char *key, const char *val, const char *ordering,
+                      const char *ops)
+{
+    MPI_Info info = key ? tu_info_new(key, val, NULL) : MPI_INFO_NULL;
+    char what[96];
+    tu_win_t w;
+
+    if (key) snprintf(what, sizeof(what), "%s, %s=%s", tu_flavor_names[flavor], key, val);
+    else snprintf(what, sizeof(what), "%s, no info", tu_flavor_names[flavor]);
+    tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
+    if (MPI_INFO_NULL != info) MPI_Info_free(&info);
+    if (ordering) check_key(w.win, "accumulate_ordering", ordering, what);
+    if (ops) check_key(w.win, "accumulate_ops", ops, what);
+    use_window(&w, what);
+    tu_win_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     int flavor, rc;
@@ -72,46 +91,11 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
-        tu_win_t w;
-        MPI_Info info;
-        char what[96];
         if (!tu_flavor_enabled(flavor)) continue;
-
-        snprintf(what, sizeof(what), "%s, no info", tu_flavor_names[flavor]);
-        tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
-        check_key(w.win, "accumulate_ordering", "rar,raw,war,waw", what);
-        check_key(w.win, "accumulate_ops", "same_op_no_op", what);
-        use_window(&w, what);
-        tu_win_free(&w);
-
-        snprintf(what, sizeof(what), "%s, accumulate_ordering=none", tu_flavor_names[flavor]);
-        MPI_Info_create(&info);
-        MPI_Info_set(info, "accumulate_ordering", "none");
-        tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
-        MPI_Info_free(&info);
-        check_key(w.win, "accumulate_ordering", "none", what);
-        check_key(w.win, "accumulate_ops", "same_op_no_op", what);
-        use_window(&w, what);
-        tu_win_free(&w);
-
-        snprintf(what, sizeof(what), "%s, accumulate_ops=same_op", tu_flavor_names[flavor]);
-        MPI_Info_create(&info);
-        MPI_Info_set(info, "accumulate_ops", "same_op");
-        tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
-        MPI_Info_free(&info);
-        check_key(w.win, "accumulate_ops", "same_op", what);
-        check_key(w.win, "accumulate_ordering", "rar,raw,war,waw", what);
-        use_window(&w, what);
-        tu_win_free(&w);
-
-        snprintf(what, sizeof(what), "%s, accumulate_ordering=waw", tu_flavor_names[flavor]);
-        MPI_Info_create(&info);
-        MPI_Info_set(info, "accumulate_ordering", "waw");
-        tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
-        MPI_Info_free(&info);
-        check_key(w.win, "accumulate_ordering", "waw", what);
-        use_window(&w, what);
-        tu_win_free(&w);
+        info_case(flavor, NULL, NULL, "rar,raw,war,waw", "same_op_no_op");
+        info_case(flavor, "accumulate_ordering", "none", "none", "same_op_no_op");
+        info_case(flavor, "accumulate_ops", "same_op", "rar,raw,war,waw", "same_op");
+        info_case(flavor, "accumulate_ordering", "waw", "waw", NULL);
     }
     rc = tu_finish("acc_info");
     MPI_Finalize();

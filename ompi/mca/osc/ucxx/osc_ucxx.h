@@ -514,7 +514,9 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
 {
     char *direct;
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
-        ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_link(module, worker, target);
+        /* (our own regions need no link: dyn_resolve checks them directly) */
+        ompi_osc_ucxx_link_t *link =
+            target == module->rank ? NULL : ompi_osc_ucxx_link(module, worker, target);
         ompi_osc_ucxx_dyncache_t *c = NULL == link ? NULL : link->dyn;
         if (OPAL_LIKELY(NULL != c && lo >= c->hot_lo && hi <= c->hot_hi &&
                         *c->gen_word == c->gen)) {
