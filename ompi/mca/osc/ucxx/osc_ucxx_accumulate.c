@@ -5,42 +5,48 @@
  * Accumulate, get_accumulate, fetch_and_op, compare_and_swap and their
  * request-based forms.
  *
- * Element-wise atomicity is decided by the element type alone, so every
- * origin and every path agrees on how an element is protected:
- *   - 4- and 8-byte elements without gaps, naturally aligned, are changed
- *     with one atomic read-modify-write each: a CPU atomic where the target
- *     memory is mapped into this process, else a UCX atomic (ADD, AND, OR,
- *     XOR, SWAP on integers; a compare-and-swap loop for every other op and
- *     for floating point).  No lock anywhere.
+ * Element-wise atomicity is decided by the element type and the element's
+ * own address alone, never by the rest of the operation, so every origin and
+ * every path agrees on how an element is protected:
+ *   - 4- and 8-byte elements without gaps, at an address aligned to their
+ *     size, are changed with one atomic read-modify-write each: a CPU atomic
+ *     where the target memory is mapped into this process, else a UCX atomic
+ *     (ADD, AND, OR, XOR, SWAP on integers; a compare-and-swap loop for every
+ *     other op and for floating point).  No lock anywhere.
  *   - every other element (1- and 2-byte types, 16-byte types, pair types
- *     with gaps, misaligned data) is changed under the target's stripe locks:
- *     32 lock words in its state segment, each covering every 32nd 64-byte
- *     block of the window, so unrelated accumulates do not serialize.
+ *     with gaps, misaligned elements) is changed under the target's stripe
+ *     locks (osc_ucxx_state.c), by a process that maps the target memory:
+ *     the origin itself, or the target applying a message from an origin
+ *     that does not map it.
+ * Where the target is not mapped, multi-element accumulates and locked
+ * elements go to the target as active messages; it applies them with the
+ * same rules and acknowledges each (with an error where it refuses one, so
+ * the origin's flush reports it).
  * Ordering (accumulate_ordering other than "none"): UCX operations of one
- * accumulate are fenced (ucp_worker_fence) after the previous one's.
+ * accumulate are fenced (ucp_worker_fence) after the previous one's, and
+ * messages apply in the order they were sent (osc_ucxx_am.c).
  */
 
 #include "ompi_config.h"
 
+#include "ompi/errhandler/errcode-internal.h"
 #include "ompi/op/op.h"
 
-#include "osc_ucxx.h"
+#include "osc_ucxx_op.h"
+#include "osc_ucxx_request.h"
+#include "osc_ucxx_am.h"
+#include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_acc_fast.h"
 #include "osc_ucxx_dt.h"
-
-#define STRIPES        32
-#define STRIPE_SHIFT   6      /* 64-byte blocks */
+#include "osc_ucxx.h"
 
 /* One accumulate-family operation, as the helpers below see it. */
 typedef struct {
-    ompi_osc_ucxx_module_t *module;
-    ompi_osc_ucxx_worker_t *worker;
-    ompi_osc_ucxx_path_t path;       /* mapped, or UCX link + rkey */
-    int target;
+    ompi_osc_ucxx_target_t *t;       /* module, worker, rank, path */
     ompi_op_t *op;
     ompi_datatype_t *elem;           /* the predefined element type */
     size_t width;                    /* bytes an element's value occupies (true extent) */
-    bool hw;                         /* one atomic per element (see above) */
+    bool hw;                         /* the type takes one atomic per aligned element */
     bool fetch;                      /* get_accumulate family: old values wanted */
     ompi_osc_ucxx_request_t *req;
 } acc_t;
@@ -142,6 +148,7 @@ static void cpu_element(acc_t *a, char *tgt, const char *origin, char *result)
 static int ucx_atomic(acc_t *a, ucp_atomic_op_t uop, const void *operand, uint64_t remote,
                       void *reply, bool wait)
 {
+    ompi_osc_ucxx_target_t *t = a->t;
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
@@ -155,12 +162,12 @@ static int ucx_atomic(acc_t *a, ucp_atomic_op_t uop, const void *operand, uint64
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
         param.cb.send = ompi_osc_ucxx_request_ucx_cb;
         param.user_data = a->req;
-        OPAL_THREAD_ADD_FETCH32(&a->req->outstanding, 1);
+        ompi_osc_ucxx_request_more(a->req);
     }
-    sp = ucp_atomic_op_nbx(a->path.link->ep, uop, operand, 1, remote, a->path.rkey, &param);
-    ompi_osc_ucxx_link_dirty(a->module, a->path.link, a->target);  /* counted once posted */
+    sp = ucp_atomic_op_nbx(t->path.link->ep, uop, operand, 1, remote, t->path.rkey, &param);
+    ompi_osc_ucxx_link_dirty(t->module, t->path.link, t->rank);  /* counted once posted */
     if (wait) {
-        return ompi_osc_ucxx_wait_request(a->worker, sp);
+        return ompi_osc_ucxx_wait_request(t->worker, sp);
     }
     if (UCS_PTR_IS_ERR(sp)) {
         if (NULL != a->req) ompi_osc_ucxx_request_op_done(a->req);
@@ -204,111 +211,46 @@ static int ucx_element(acc_t *a, uint64_t remote, const char *origin, char *resu
 }
 
 /* ------------------------------------------------------------------------- */
-/* Lock path: the target's stripe locks around a read-modify-write */
+/* Lock path: a plain read-modify-write of mapped memory, under the stripe
+ * locks the caller holds */
 
-static uint32_t stripe_mask(uint64_t lo, uint64_t hi)
-{
-    uint64_t first = lo >> STRIPE_SHIFT, last = (hi - 1) >> STRIPE_SHIFT;
-    uint32_t mask = 0;
-    if (last - first >= STRIPES) return 0xffffffffu;
-    for (uint64_t b = first; b <= last; ++b) mask |= 1u << (b % STRIPES);
-    return mask;
-}
-
-static size_t stripe_offset(int s)
-{
-    return OSC_UCXX_STATE_ACC_LOCKS + (size_t) s * 64;
-}
-
-/* Stripes are taken in ascending order, so two accumulates never deadlock. */
-static int stripes_lock(acc_t *a, uint32_t mask)
-{
-    for (int s = 0; s < STRIPES; ++s) {
-        uint64_t old;
-        int rc;
-        if (!(mask & (1u << s))) continue;
-        for (;;) {
-            rc = ompi_osc_ucxx_state_atomic(a->module, a->target, stripe_offset(s),
-                                            UCP_ATOMIC_OP_CSWAP, 1, 0, &old);
-            if (OMPI_SUCCESS != rc) return rc;
-            if (0 == old) break;
-            opal_progress();
-        }
-    }
-    return OMPI_SUCCESS;
-}
-
-static int stripes_unlock(acc_t *a, uint32_t mask)
-{
-    int rc = OMPI_SUCCESS;
-    for (int s = 0; s < STRIPES; ++s) {
-        if (!(mask & (1u << s))) continue;
-        int r = ompi_osc_ucxx_state_atomic(a->module, a->target, stripe_offset(s),
-                                           UCP_ATOMIC_OP_ADD, (uint64_t) -1, 0, NULL);
-        if (OMPI_SUCCESS != r) rc = r;
-    }
-    return rc;
-}
-
-/* One attempt at each stripe, for active-message handlers that must not
- * wait: all of them or none. */
-static bool stripes_trylock(acc_t *a, uint32_t mask)
-{
-    for (int s = 0; s < STRIPES; ++s) {
-        uint64_t old = 1;
-        if (!(mask & (1u << s))) continue;
-        (void) ompi_osc_ucxx_state_atomic(a->module, a->target, stripe_offset(s),
-                                          UCP_ATOMIC_OP_CSWAP, 1, 0, &old);
-        if (0 != old) {
-            (void) stripes_unlock(a, mask & ((1u << s) - 1));
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Read or write `len` bytes of the target window (blocking). */
-static int ucx_rw(acc_t *a, bool write, void *local, uint64_t remote, size_t len)
-{
-    ucp_request_param_t param = {.op_attr_mask = 0};
-    ucs_status_ptr_t sp;
-    int rc;
-
-    ompi_osc_ucxx_link_ask(a->module, a->path.link, a->target);
-    sp = write ? ucp_put_nbx(a->path.link->ep, local, len, remote, a->path.rkey, &param)
-               : ucp_get_nbx(a->path.link->ep, local, len, remote, a->path.rkey, &param);
-    rc = ompi_osc_ucxx_wait_request(a->worker, sp);
-    if (OMPI_SUCCESS == rc && write) {
-        rc = ompi_osc_ucxx_wait_request(a->worker, ucp_ep_flush_nbx(a->path.link->ep, &param));
-    }
-    return rc;
-}
-
-static int locked_element(acc_t *a, uint64_t remote, const char *origin, char *result)
+static void locked_element(acc_t *a, char *tgt, const char *origin, char *result)
 {
     char old[64], nv[64];
-    char *tgt = NULL;
-    int rc = OMPI_SUCCESS;
 
-    if (a->path.mapped) {
-        tgt = (char *) (uintptr_t) (remote + a->path.delta);
-        memcpy(old, tgt, a->width);
-    } else {
-        rc = ucx_rw(a, false, old, remote, a->width);
-    }
-    if (OMPI_SUCCESS != rc) return rc;
+    memcpy(old, tgt, a->width);
     if (NULL != result) memcpy(result, old, a->width);
-    if (is_no_op(a->op)) return OMPI_SUCCESS;
+    if (is_no_op(a->op)) return;
     combine(a, origin, old, nv);
-    if (NULL != tgt) {
-        memcpy(tgt, nv, a->width);
-        return OMPI_SUCCESS;
+    memcpy(tgt, nv, a->width);
+}
+
+/* Does this element take one atomic (else the stripe locks)? */
+static bool atomic_element(const acc_t *a, uint64_t addr)
+{
+    return a->hw && 0 == addr % a->width;
+}
+
+/* One element of mapped memory (tgt: its address here; stripe-lock offsets
+ * count from `base`, the target window's base address here). */
+static void mapped_element(acc_t *a, ompi_osc_ucxx_state_t *state, char *base, char *tgt,
+                           const char *origin, char *result, bool locked)
+{
+    if (atomic_element(a, (uint64_t) (uintptr_t) tgt)) {
+        cpu_element(a, tgt, origin, result);
+    } else if (locked) {
+        locked_element(a, tgt, origin, result);
+    } else {
+        uint32_t mask = ompi_osc_ucxx_stripe_mask(tgt - base, tgt - base + a->width);
+        ompi_osc_ucxx_stripes_lock(state, mask);
+        locked_element(a, tgt, origin, result);
+        ompi_osc_ucxx_stripes_unlock(state, mask);
     }
-    return ucx_rw(a, true, nv, remote, a->width);
 }
 
 /* ------------------------------------------------------------------------- */
-/* The common driver */
+/* The common driver, for mapped memory and for single atomic elements over
+ * UCX */
 
 /* Walk one element of `it` (elements may be split into pieces by gaps). */
 static bool next_element(ompi_osc_ucxx_dt_iter_t *it, size_t size, char **addr)
@@ -325,68 +267,83 @@ static bool next_element(ompi_osc_ucxx_dt_iter_t *it, size_t size, char **addr)
     return got == size;
 }
 
+/* Contiguous, atomic-per-element operations on mapped memory, inlined. */
+static bool apply_fast(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
+                       void *result_addr, int result_count, ompi_datatype_t *result_dt,
+                       int target_count, ompi_datatype_t *target_dt, size_t esize)
+{
+    ompi_osc_ucxx_target_t *t = a->t;
+    char *tp = (char *) (uintptr_t) (t->remote + target_dt->super.true_lb + t->path.delta);
+
+    if (!a->hw || !t->path.mapped || is_replace(a->op) || is_no_op(a->op) ||
+        NULL == origin_dt || 0 != (uintptr_t) tp % a->width ||
+        !ompi_datatype_is_contiguous_memory_layout(target_dt, target_count) ||
+        !ompi_datatype_is_contiguous_memory_layout(origin_dt, origin_count) ||
+        (a->fetch && !ompi_datatype_is_contiguous_memory_layout(result_dt, result_count))) {
+        return false;
+    }
+    return ompi_osc_ucxx_acc_fast(a->op->op_type, a->elem->super.id, tp,
+                                  (char *) origin_addr + origin_dt->super.true_lb,
+                                  a->fetch ? (char *) result_addr + result_dt->super.true_lb
+                                           : NULL,
+                                  (size_t) target_count * (target_dt->super.size / esize));
+}
+
 static int apply(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
                  void *result_addr, int result_count, ompi_datatype_t *result_dt,
-                 uint64_t remote, int target_count, ompi_datatype_t *target_dt, uint64_t lo,
-                 uint64_t hi)
+                 int target_count, ompi_datatype_t *target_dt)
 {
-    ompi_osc_ucxx_dt_iter_t o, r, t;
+    ompi_osc_ucxx_target_t *t = a->t;
+    ompi_osc_ucxx_state_t *state = NULL;
+    ompi_osc_ucxx_dt_iter_t o, r, it;
     size_t esize;
-    char *op_ptr = NULL, *res_ptr = NULL, *tgt;
+    char *op_ptr = NULL, *res_ptr = NULL, *tgt, *base = NULL;
     uint32_t mask = 0;
     int rc = OMPI_SUCCESS;
     bool have_origin = !is_no_op(a->op) && NULL != origin_dt;
 
     ompi_datatype_type_size(a->elem, &esize);
-    if (a->hw && a->path.mapped && !is_replace(a->op) && !is_no_op(a->op) && have_origin &&
-        ompi_datatype_is_contiguous_memory_layout(target_dt, target_count) &&
-        ompi_datatype_is_contiguous_memory_layout(origin_dt, origin_count) &&
-        (!a->fetch || ompi_datatype_is_contiguous_memory_layout(result_dt, result_count))) {
-        size_t n = (size_t) target_count * (target_dt->super.size / esize);
-        char *tp = (char *) (uintptr_t) (remote + target_dt->super.true_lb + a->path.delta);
-        char *rp = a->fetch ? (char *) result_addr + result_dt->super.true_lb : NULL;
-        if (ompi_osc_ucxx_acc_fast(a->op->op_type, a->elem->super.id, tp,
-                                   (char *) origin_addr + origin_dt->super.true_lb, rp, n)) {
-            return OMPI_SUCCESS;
+    if (apply_fast(a, origin_addr, origin_count, origin_dt, result_addr, result_count, result_dt,
+                   target_count, target_dt, esize)) {
+        return OMPI_SUCCESS;
+    }
+    if (t->path.mapped) {
+        /* stripes are named by window offsets, the same for every origin */
+        state = ompi_osc_ucxx_direct_state(t->module, t->rank);
+        base = (char *) (uintptr_t) (t->peer->base + t->path.delta);
+        if (!a->hw) {
+            mask = ompi_osc_ucxx_stripe_mask(t->lo - t->peer->base, t->hi - t->peer->base);
+            ompi_osc_ucxx_stripes_lock(state, mask);
         }
     }
-    if (!a->hw) {
-        mask = stripe_mask(lo, hi);
-        rc = stripes_lock(a, mask);
-        if (OMPI_SUCCESS != rc) return rc;
-    }
-    ompi_osc_ucxx_dt_iter_init(&t, (void *) (uintptr_t) remote, target_count, target_dt);
+    ompi_osc_ucxx_dt_iter_init(&it, (void *) (uintptr_t) t->remote, target_count, target_dt);
     if (have_origin) ompi_osc_ucxx_dt_iter_init(&o, origin_addr, origin_count, origin_dt);
     if (a->fetch) ompi_osc_ucxx_dt_iter_init(&r, result_addr, result_count, result_dt);
 
-    while (OMPI_SUCCESS == rc && next_element(&t, esize, &tgt)) {
+    while (OMPI_SUCCESS == rc && next_element(&it, esize, &tgt)) {
         if (have_origin && !next_element(&o, esize, &op_ptr)) break;
         if (a->fetch && !next_element(&r, esize, &res_ptr)) break;
         uint64_t raddr = (uint64_t) (uintptr_t) tgt;
-        if (!a->hw) {
-            rc = locked_element(a, raddr, op_ptr, a->fetch ? res_ptr : NULL);
-        } else if (a->path.mapped) {
-            cpu_element(a, (char *) (uintptr_t) (raddr + a->path.delta), op_ptr,
-                        a->fetch ? res_ptr : NULL);
+        if (t->path.mapped) {
+            mapped_element(a, state, base, (char *) (uintptr_t) (raddr + t->path.delta), op_ptr,
+                           a->fetch ? res_ptr : NULL, !a->hw);
         } else {
             rc = ucx_element(a, raddr, op_ptr, a->fetch ? res_ptr : NULL);
         }
     }
 
-    ompi_osc_ucxx_dt_iter_fini(&t);
+    ompi_osc_ucxx_dt_iter_fini(&it);
     if (have_origin) ompi_osc_ucxx_dt_iter_fini(&o);
     if (a->fetch) ompi_osc_ucxx_dt_iter_fini(&r);
-    if (!a->hw) {
-        int r2 = stripes_unlock(a, mask);
-        if (OMPI_SUCCESS == rc) rc = r2;
-    }
+    if (0 != mask) ompi_osc_ucxx_stripes_unlock(state, mask);
     return rc;
 }
 
 /* ------------------------------------------------------------------------- */
 /* Active-message path: the whole operation is applied by the target's CPU,
  * element by element, with the same atomics and stripe locks as everyone
- * else.  One message per chunk of elements, one acknowledgement each. */
+ * else.  One message per chunk of elements, one acknowledgement each, which
+ * carries the target's verdict. */
 
 #define ACC_AM_FETCH  0x1
 #define ACC_AM_CAS    0x2
@@ -401,6 +358,7 @@ typedef struct {
     int32_t op;            /* Fortran index of the op, or -1 for compare-and-swap */
     int32_t dt;            /* Fortran index of the element type */
     uint32_t flags;
+    int32_t status;        /* reply: OMPI_SUCCESS, or why the target refused */
 } acc_am_hdr_t;
 
 typedef struct {
@@ -422,10 +380,10 @@ typedef struct {
 
 static void pending_chunk_done(acc_pending_t *p)
 {
-    if (0 != OPAL_THREAD_ADD_FETCH32(&p->chunks, -1)) return;
+    if (0 != opal_atomic_add_fetch_32(&p->chunks, -1)) return;
     if (NULL != p->result_dt) OBJ_RELEASE(p->result_dt);
     if (NULL != p->req) ompi_osc_ucxx_request_op_done(p->req);
-    OPAL_THREAD_ADD_FETCH32(&p->module->am_outstanding, -1);
+    ompi_osc_ucxx_add32(&p->module->am_outstanding, -1);
     free(p);
 }
 
@@ -436,7 +394,6 @@ static void scatter_result(acc_pending_t *p, uint32_t first, uint32_t n, const c
     size_t esize;
     char *addr;
 
-    ompi_datatype_type_size(p->result_dt, &esize);
     ompi_datatype_type_size(element_type(p->result_dt), &esize);
     ompi_osc_ucxx_dt_iter_init(&it, p->result_addr, p->result_count, p->result_dt);
     for (uint32_t i = 0; i < first + n && next_element(&it, esize, &addr); ++i) {
@@ -451,81 +408,113 @@ static int acc_reply_handler(ompi_osc_ucxx_module_t *module, int from, void *buf
     acc_am_hdr_t *hdr = (acc_am_hdr_t *) buf;
     acc_pending_t *p = (acc_pending_t *) (uintptr_t) hdr->token;
 
-    if ((hdr->flags & ACC_AM_FETCH) && NULL != p->result_dt) {
+    if (OMPI_SUCCESS != hdr->status) {
+        int32_t none = OMPI_SUCCESS;
+        (void) opal_atomic_compare_exchange_strong_32(&module->am_error, &none, hdr->status);
+        if (NULL != p->req) ompi_osc_ucxx_request_fail(p->req, ompi_errcode_get_mpi_code(hdr->status));
+    } else if ((hdr->flags & ACC_AM_FETCH) && NULL != p->result_dt) {
         scatter_result(p, hdr->first, hdr->nelem, (char *) (hdr + 1));
     }
     pending_chunk_done(p);
     return OMPI_SUCCESS;
 }
 
+/* Where the message's runs lie, as offsets from the window base: [lo, hi)
+ * must be in the window (or one attached region); and whether some element
+ * takes the stripe locks. */
+static int acc_check(ompi_osc_ucxx_module_t *module, acc_t *a, const acc_am_hdr_t *hdr,
+                     const acc_am_run_t *runs, uint64_t *lo, uint64_t *hi, bool *locks)
+{
+    *lo = UINT64_MAX;
+    *hi = 0;
+    *locks = !a->hw || (hdr->flags & ACC_AM_CAS);
+    for (uint32_t r = 0; r < hdr->nruns; ++r) {
+        uint64_t end = runs[r].offset + (uint64_t) (runs[r].count - 1) * runs[r].stride + a->width;
+        uint64_t addr = (uintptr_t) module->base + runs[r].offset;
+        *locks = *locks || !atomic_element(a, addr) ||
+                 (runs[r].count > 1 && 0 != runs[r].stride % a->width);
+        if (runs[r].offset < *lo) *lo = runs[r].offset;
+        if (end > *hi) *hi = end;
+    }
+    /* the origin checked; never trust blindly (a region may be gone since) */
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor ? !ompi_osc_ucxx_dyn_contains(module, *lo, *hi)
+                                                 : *hi > module->len) {
+        return OMPI_ERR_RMA_RANGE;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Apply the message's elements; old values into `old` when fetching. */
+static void acc_apply(ompi_osc_ucxx_module_t *module, acc_t *a, const acc_am_hdr_t *hdr,
+                      const acc_am_run_t *runs, const char *vals, char *old, bool locked)
+{
+    bool cas = hdr->flags & ACC_AM_CAS, fetch = hdr->flags & ACC_AM_FETCH;
+    uint32_t k = 0;
+
+    for (uint32_t r = 0; r < hdr->nruns; ++r) {
+        for (uint32_t i = 0; i < runs[r].count; ++i, ++k) {
+            char *tgt = (char *) module->base + runs[r].offset + (uint64_t) i * runs[r].stride;
+            const char *val = vals + (size_t) k * a->width * (cas ? 2 : 1);
+            char *res = fetch ? old + (size_t) k * a->width : NULL;
+            if (cas) {
+                memcpy(res, tgt, a->width);
+                if (0 == memcmp(tgt, val + a->width, a->width)) memcpy(tgt, val, a->width);
+            } else {
+                mapped_element(a, module->state, module->base, tgt, val, res, locked);
+            }
+        }
+    }
+}
+
 static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size_t len,
                        bool deferred)
 {
-    acc_am_hdr_t *hdr = (acc_am_hdr_t *) buf;
+    acc_am_hdr_t *hdr = (acc_am_hdr_t *) buf, *reply;
     acc_am_run_t *runs = (acc_am_run_t *) (hdr + 1);
-    char *vals = (char *) (runs + hdr->nruns);
-    bool cas = hdr->flags & ACC_AM_CAS, fetch = hdr->flags & ACC_AM_FETCH;
-    acc_t a = {.module = module, .target = module->rank, .fetch = fetch,
-               .path = {.mapped = true, .delta = 0}};
+    bool fetch = hdr->flags & ACC_AM_FETCH, locks = false;
+    acc_t a = {.fetch = fetch};
     ptrdiff_t true_lb, true_extent;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    uint32_t mask = 0, k = 0;
+    uint64_t lo, hi;
+    uint32_t mask = 0;
     size_t esize, rlen;
-    acc_am_hdr_t *reply;
-    int rc = OMPI_SUCCESS;
+    int status = OMPI_SUCCESS, rc;
 
     a.elem = opal_pointer_array_get_item(&ompi_datatype_f_to_c_table, hdr->dt);
-    a.op = cas ? &ompi_mpi_op_replace.op
-               : opal_pointer_array_get_item(ompi_op_f_to_c_table, hdr->op);
-    if (NULL == a.elem || NULL == a.op) return OMPI_SUCCESS;
-    ompi_datatype_type_size(a.elem, &esize);
-    ompi_datatype_get_true_extent(a.elem, &true_lb, &true_extent);
-    a.width = true_extent;
-    a.hw = (4 == a.width || 8 == a.width) && esize == a.width;
-    for (uint32_t r = 0; r < hdr->nruns; ++r) {
-        uint64_t end = runs[r].offset + (uint64_t) (runs[r].count - 1) * runs[r].stride + a.width;
-        a.hw = a.hw && 0 == (((uintptr_t) module->base + runs[r].offset) % a.width) &&
-               0 == runs[r].stride % a.width;
-        if (runs[r].offset < lo) lo = runs[r].offset;
-        if (end > hi) hi = end;
+    a.op = (hdr->flags & ACC_AM_CAS) ? &ompi_mpi_op_replace.op
+                                      : opal_pointer_array_get_item(ompi_op_f_to_c_table, hdr->op);
+    if (NULL == a.elem || NULL == a.op) {
+        status = MPI_ERR_OP;
+    } else {
+        ompi_datatype_type_size(a.elem, &esize);
+        ompi_datatype_get_true_extent(a.elem, &true_lb, &true_extent);
+        a.width = true_extent;
+        a.hw = (4 == a.width || 8 == a.width) && esize == a.width;
+        status = acc_check(module, &a, hdr, runs, &lo, &hi, &locks);
     }
-    /* the origin checked; never trust blindly */
-    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor ? !ompi_osc_ucxx_dyn_contains(module, lo, hi)
-                                                 : hi > module->len) {
-        OSC_UCXX_VERBOSE(1, "accumulate from %d outside the window dropped", from);
-        return OMPI_SUCCESS;
-    }
-    if (!a.hw || cas) {
-        mask = stripe_mask(lo, hi);
-        if (!stripes_trylock(&a, mask)) return OMPI_ERR_WOULD_BLOCK;
+    if (OMPI_SUCCESS != status) {
+        OSC_UCXX_VERBOSE(1, "accumulate from %d refused: %d", from, status);
+        fetch = false;
+    } else if (locks) {
+        mask = ompi_osc_ucxx_stripe_mask(lo, hi);
+        if (!ompi_osc_ucxx_stripes_trylock(module->state, mask)) return OMPI_ERR_WOULD_BLOCK;
     }
 
     rlen = sizeof(*hdr) + (fetch ? (size_t) hdr->nelem * a.width : 0);
     reply = malloc(rlen);
     if (NULL == reply) {
-        if (mask) stripes_unlock(&a, mask);
+        if (mask) ompi_osc_ucxx_stripes_unlock(module->state, mask);
         return OMPI_ERR_WOULD_BLOCK;
     }
     *reply = *hdr;
     reply->base.from = module->rank;
-    char *old = (char *) (reply + 1);
-    for (uint32_t r = 0; r < hdr->nruns; ++r) {
-        for (uint32_t i = 0; i < runs[r].count; ++i, ++k) {
-            char *tgt = (char *) module->base + runs[r].offset + (uint64_t) i * runs[r].stride;
-            const char *val = vals + (size_t) k * a.width * (cas ? 2 : 1);
-            char *res = fetch ? old + (size_t) k * a.width : NULL;
-            if (cas) {
-                memcpy(res, tgt, a.width);
-                if (0 == memcmp(tgt, val + a.width, a.width)) memcpy(tgt, val, a.width);
-            } else if (a.hw) {
-                cpu_element(&a, tgt, val, res);
-            } else {
-                rc = locked_element(&a, (uint64_t) (uintptr_t) tgt, val, res);
-            }
-        }
+    reply->status = status;
+    reply->flags = fetch ? reply->flags : reply->flags & ~ACC_AM_FETCH;
+    if (OMPI_SUCCESS == status) {
+        acc_apply(module, &a, hdr, runs, (char *) (runs + hdr->nruns), (char *) (reply + 1),
+                  locks);
+        opal_atomic_wmb();
     }
-    opal_atomic_wmb();
-    if (mask) stripes_unlock(&a, mask);
+    if (mask) ompi_osc_ucxx_stripes_unlock(module->state, mask);
 
     rc = ompi_osc_ucxx_am_reply(module, from, OSC_UCXX_AM_ACC_REPLY, reply, sizeof(*hdr), rlen,
                                 deferred);
@@ -555,8 +544,8 @@ static int msg_new(acc_msg_t *m, acc_t *a, acc_pending_t *p, uint32_t first, uin
     m->hdr = calloc(1, sizeof(acc_am_hdr_t) +
                        m->cap_elems * (sizeof(acc_am_run_t) + per_elem));
     if (NULL == m->hdr) return OMPI_ERR_OUT_OF_RESOURCE;
-    m->hdr->base.cid = a->module->cid;
-    m->hdr->base.from = a->module->rank;
+    m->hdr->base.cid = a->t->module->cid;
+    m->hdr->base.from = a->t->module->rank;
     m->hdr->token = (uint64_t) (uintptr_t) p;
     m->hdr->first = first;
     m->hdr->op = (flags & ACC_AM_CAS) ? -1 : a->op->o_f_to_c_index;
@@ -572,35 +561,37 @@ static int msg_send(acc_msg_t *m, acc_t *a, acc_pending_t *p, char *vals, size_t
     size_t runs_len = m->hdr->nruns * sizeof(acc_am_run_t);
     size_t vals_len = m->hdr->nelem * per_elem;
     memmove((char *) m->runs + runs_len, vals, vals_len);
-    OPAL_THREAD_ADD_FETCH32(&p->chunks, 1);
-    int rc = ompi_osc_ucxx_am_send(a->module, a->worker, a->target, OSC_UCXX_AM_ACC, m->hdr,
-                                   sizeof(acc_am_hdr_t),
+    opal_atomic_add_fetch_32(&p->chunks, 1);
+    int rc = ompi_osc_ucxx_am_send(a->t->module, a->t->worker, a->t->rank, OSC_UCXX_AM_ACC,
+                                   m->hdr, sizeof(acc_am_hdr_t),
                                    sizeof(acc_am_hdr_t) + runs_len + vals_len);
-    if (OMPI_SUCCESS != rc) OPAL_THREAD_ADD_FETCH32(&p->chunks, -1);
+    if (OMPI_SUCCESS != rc) opal_atomic_add_fetch_32(&p->chunks, -1);
     m->hdr = NULL;
     return rc;
 }
 
-static int acc_am(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
-                  const void *compare_addr, void *result_addr, int result_count,
-                  ompi_datatype_t *result_dt, uint64_t remote, int target_count,
-                  ompi_datatype_t *target_dt)
+/* Add the element at window offset `off` to the message's runs. */
+static void msg_add_run(acc_msg_t *m, uint64_t off, size_t width)
 {
-    bool cas = NULL != compare_addr;
-    bool have_origin = !is_no_op(a->op) && NULL != origin_dt;
-    uint32_t flags = (a->fetch ? ACC_AM_FETCH : 0) | (cas ? ACC_AM_CAS : 0);
-    size_t per_elem = have_origin ? a->width * (cas ? 2 : 1) : 0;
-    uint64_t base = a->module->peers[a->target].base;
-    ompi_osc_ucxx_dt_iter_t o, t;
-    acc_pending_t *p = calloc(1, sizeof(*p));
-    char *vals = NULL, *tgt, *src = NULL;
-    acc_msg_t m = {.hdr = NULL};
-    uint32_t index = 0;
-    size_t esize;
-    int rc = OMPI_SUCCESS;
+    acc_am_run_t *run = m->hdr->nruns ? &m->runs[m->hdr->nruns - 1] : NULL;
+    if (NULL != run && run->count > 1 &&
+        run->offset + (uint64_t) run->count * run->stride == off) {
+        run->count++;
+    } else if (NULL != run && 1 == run->count && off > run->offset &&
+               off - run->offset <= UINT32_MAX) {
+        run->stride = off - run->offset;
+        run->count++;
+    } else {
+        m->runs[m->hdr->nruns++] = (acc_am_run_t){.offset = off, .count = 1, .stride = width};
+    }
+}
 
-    if (NULL == p) return OMPI_ERR_OUT_OF_RESOURCE;
-    p->module = a->module;
+static acc_pending_t *pending_new(acc_t *a, void *result_addr, int result_count,
+                                  ompi_datatype_t *result_dt)
+{
+    acc_pending_t *p = calloc(1, sizeof(*p));
+    if (NULL == p) return NULL;
+    p->module = a->t->module;
     p->width = a->width;
     p->chunks = 1;
     if (a->fetch) {
@@ -611,13 +602,33 @@ static int acc_am(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t
     }
     if (NULL != a->req) {
         p->req = a->req;
-        OPAL_THREAD_ADD_FETCH32(&a->req->outstanding, 1);
+        ompi_osc_ucxx_request_more(a->req);
     }
-    OPAL_THREAD_ADD_FETCH32(&a->module->am_outstanding, 1);
+    ompi_osc_ucxx_add32(&p->module->am_outstanding, 1);
+    return p;
+}
 
+static int acc_am(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
+                  const void *compare_addr, void *result_addr, int result_count,
+                  ompi_datatype_t *result_dt, int target_count, ompi_datatype_t *target_dt)
+{
+    bool cas = NULL != compare_addr;
+    bool have_origin = !is_no_op(a->op) && NULL != origin_dt;
+    uint32_t flags = (a->fetch ? ACC_AM_FETCH : 0) | (cas ? ACC_AM_CAS : 0);
+    size_t per_elem = have_origin ? a->width * (cas ? 2 : 1) : 0;
+    uint64_t base = a->t->peer->base;
+    ompi_osc_ucxx_dt_iter_t o, t;
+    acc_pending_t *p = pending_new(a, result_addr, result_count, result_dt);
+    char *vals = NULL, *tgt, *src = NULL;
+    acc_msg_t m = {.hdr = NULL};
+    uint32_t index = 0;
+    size_t esize;
+    int rc = OMPI_SUCCESS;
+
+    if (NULL == p) return OMPI_ERR_OUT_OF_RESOURCE;
     ompi_datatype_type_size(a->elem, &esize);
     vals = malloc(ACC_AM_CHUNK + per_elem);
-    ompi_osc_ucxx_dt_iter_init(&t, (void *) (uintptr_t) remote, target_count, target_dt);
+    ompi_osc_ucxx_dt_iter_init(&t, (void *) (uintptr_t) a->t->remote, target_count, target_dt);
     if (have_origin) ompi_osc_ucxx_dt_iter_init(&o, origin_addr, origin_count, origin_dt);
     while (OMPI_SUCCESS == rc && NULL != vals && next_element(&t, esize, &tgt)) {
         if (have_origin && !next_element(&o, esize, &src)) break;
@@ -625,18 +636,7 @@ static int acc_am(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t
             rc = msg_new(&m, a, p, index, flags, per_elem);
             if (OMPI_SUCCESS != rc) break;
         }
-        uint64_t off = (uint64_t) (uintptr_t) tgt - base;
-        acc_am_run_t *run = m.hdr->nruns ? &m.runs[m.hdr->nruns - 1] : NULL;
-        if (NULL != run && run->offset + (uint64_t) run->count * run->stride == off &&
-            (1 == run->count ? false : true)) {
-            run->count++;
-        } else if (NULL != run && 1 == run->count && off > run->offset &&
-                   off - run->offset <= UINT32_MAX) {
-            run->stride = off - run->offset;
-            run->count++;
-        } else {
-            m.runs[m.hdr->nruns++] = (acc_am_run_t){.offset = off, .count = 1, .stride = a->width};
-        }
+        msg_add_run(&m, (uint64_t) (uintptr_t) tgt - base, a->width);
         if (have_origin) {
             memcpy(vals + (size_t) m.hdr->nelem * per_elem, src, a->width);
             if (cas) memcpy(vals + (size_t) m.hdr->nelem * per_elem + a->width, compare_addr,
@@ -658,6 +658,9 @@ static int acc_am(acc_t *a, void *origin_addr, int origin_count, ompi_datatype_t
     pending_chunk_done(p);  /* drop the sending reference */
     return NULL == vals ? OMPI_ERR_OUT_OF_RESOURCE : rc;
 }
+
+/* ------------------------------------------------------------------------- */
+/* Decisions */
 
 /* mpi_assert_accumulate_intrinsic: only what runs without the target CPU.
  * That is everything where the target's memory is mapped (origin-side CPU
@@ -681,83 +684,83 @@ static int check_intrinsic(ompi_osc_ucxx_view_t *view)
     return MPI_ERR_OP;
 }
 
+/* Operations before this one land first, whichever path they took. */
+static int order_before(acc_t *a, bool by_message)
+{
+    ompi_osc_ucxx_target_t *t = a->t;
+    if (!t->view->acc_ordered && !t->view->ordered) {
+        return OMPI_SUCCESS;
+    }
+    if (by_message) {
+        /* messages stay in order on the endpoint; earlier UCX atomics on it
+         * are completed first */
+        return ompi_osc_ucxx_flush_link(t->module, t->worker, t->path.link);
+    }
+    while (t->module->am_outstanding > 0) opal_progress();
+    ucp_worker_fence(t->worker->ucp);
+    return OMPI_SUCCESS;
+}
+
+/* The element type, width and atomic class of an accumulate. */
+static int acc_setup(acc_t *a, ompi_op_t *op, ompi_datatype_t *origin_dt,
+                     ompi_datatype_t *target_dt)
+{
+    ptrdiff_t true_lb, true_extent;
+    size_t esize;
+
+    a->op = op;
+    a->elem = element_type(target_dt);
+    if (NULL == a->elem || !op_defined_on(op, a->elem) ||
+        (!is_no_op(op) && NULL != origin_dt && element_type(origin_dt) != a->elem)) {
+        return MPI_ERR_OP;
+    }
+    ompi_datatype_type_size(a->elem, &esize);
+    ompi_datatype_get_true_extent(a->elem, &true_lb, &true_extent);
+    a->width = true_extent;
+    a->hw = (4 == a->width || 8 == a->width) && esize == a->width;
+    return OMPI_SUCCESS;
+}
+
 int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
                       int origin_count, ompi_datatype_t *origin_dt, void *result_addr,
                       int result_count, ompi_datatype_t *result_dt, int target,
                       ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
                       ompi_op_t *op, bool fetch, ompi_osc_ucxx_request_t *req)
 {
-    ompi_osc_ucxx_module_t *module = view->core;
-    acc_t a = {.module = module, .target = target, .op = op, .fetch = fetch, .req = req};
-    ptrdiff_t lb, extent, true_lb, true_extent;
-    uint64_t remote, lo, hi;
+    ompi_osc_ucxx_target_t t;
+    acc_t a = {.t = &t, .fetch = fetch, .req = req};
     size_t tsize, esize;
     int rc;
 
-    if (target == module->rank) {
-        /* a process polling its own window (a flag, a counter) keeps
-         * serving the peers that write it through UCX emulation */
-        ompi_osc_ucxx_serve(module);
-    }
-
-    rc = ompi_osc_ucxx_check_access(module, target);
+    rc = ompi_osc_ucxx_op_begin(view, target, target_disp, target_count, target_dt, &t);
     if (OMPI_SUCCESS != rc) return rc;
-
-    a.elem = element_type(target_dt);
-    if (NULL == a.elem || !op_defined_on(op, a.elem) ||
-        (!is_no_op(op) && NULL != origin_dt && element_type(origin_dt) != a.elem)) {
-        return MPI_ERR_OP;
-    }
-    rc = check_intrinsic(view);
-    if (OMPI_SUCCESS != rc) return rc;
-    rc = ompi_osc_ucxx_view_range(view, target, target_disp, target_count, target_dt, &remote,
-                                  &lo, &hi);
+    rc = acc_setup(&a, op, origin_dt, target_dt);
+    if (OMPI_SUCCESS == rc) rc = check_intrinsic(view);
     if (OMPI_SUCCESS != rc) return rc;
     ompi_datatype_type_size(target_dt, &tsize);
     if (0 == tsize * target_count) return OMPI_SUCCESS;
+    rc = ompi_osc_ucxx_op_resolve(&t, true);
+    if (OMPI_SUCCESS != rc) return rc;
 
     ompi_datatype_type_size(a.elem, &esize);
-    ompi_datatype_get_true_extent(a.elem, &true_lb, &true_extent);
-    a.width = true_extent;
-    ompi_datatype_get_extent(target_dt, &lb, &extent);
-    ompi_datatype_get_true_extent(target_dt, &true_lb, &true_extent);
-    a.hw = (4 == a.width || 8 == a.width) && esize == a.width &&
-           0 == (remote + true_lb) % a.width && 0 == extent % a.width;
-
-    a.worker = ompi_osc_ucxx_view_worker(view);
-    if (NULL == a.worker) return OMPI_ERR_OUT_OF_RESOURCE;
-    rc = ompi_osc_ucxx_resolve(module, a.worker, target, lo, hi, &a.path);
-    if (OMPI_SUCCESS != rc) return rc;
-    a.path.mapped &= !a.path.partial;
-    if (!a.path.mapped) {
-        size_t nelem = tsize * target_count / esize;
-        if (!a.hw || nelem > 1 || (is_replace(op) && !fetch)) {
-            /* Many elements, no atomic for the type, or a replace UCX could
-             * only do as a blocking swap: the target applies it, and the
-             * origin goes on.  Active messages stay in order on the endpoint;
-             * earlier UCX atomics on it are completed first. */
-            if (view->acc_ordered || view->ordered) {
-                rc = ompi_osc_ucxx_flush_link(module, a.worker, a.path.link);
-                if (OMPI_SUCCESS != rc) return rc;
-            }
+    if (!t.path.mapped) {
+        /* Many elements, locked elements, or a replace UCX could only do as
+         * a blocking swap: the target applies it, and the origin goes on. */
+        bool single = tsize * target_count == esize &&
+                      atomic_element(&a, t.remote + target_dt->super.true_lb);
+        rc = order_before(&a, !single || (is_replace(op) && !fetch));
+        if (OMPI_SUCCESS != rc) return rc;
+        if (!single || (is_replace(op) && !fetch)) {
             return acc_am(&a, (void *) origin_addr, origin_count, origin_dt, NULL, result_addr,
-                          result_count, result_dt, remote, target_count, target_dt);
-        }
-        if (view->acc_ordered || view->ordered) {
-            /* after earlier accumulates, whichever path they took */
-            while (module->am_outstanding > 0) opal_progress();
-            ucp_worker_fence(a.worker->ucp);
+                          result_count, result_dt, target_count, target_dt);
         }
     }
-    /* stripes are named by window offsets, the same for every origin */
-    lo -= module->peers[target].base;
-    hi -= module->peers[target].base;
-    OSC_UCXX_VERBOSE(60, "window %u: %s %s on %s x%d to %d: %s, %s", module->cid,
+    OSC_UCXX_VERBOSE(60, "window %u: %s %s on %s x%d to %d: %s, %s", t.module->cid,
                      fetch ? "get_accumulate" : "accumulate", op->o_name, a.elem->name,
                      target_count, target, a.hw ? "atomic per element" : "stripe locks",
-                     a.path.mapped ? "mapped" : "UCX");
+                     t.path.mapped ? "mapped" : "UCX");
     return apply(&a, (void *) origin_addr, origin_count, origin_dt, result_addr, result_count,
-                 result_dt, remote, target_count, target_dt, lo, hi);
+                 result_dt, target_count, target_dt);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -804,8 +807,8 @@ static int racc_common(struct ompi_win_t *win, const void *origin_addr, int orig
                                          &req);
     if (OMPI_SUCCESS != rc) return rc;
     rc = ompi_osc_ucxx_acc(OSC_UCXX_VIEW(win), origin_addr, origin_count, origin_dt, result_addr,
-                    result_count, result_dt, target, target_disp, target_count, target_dt, op,
-                    fetch, req);
+                           result_count, result_dt, target, target_disp, target_count,
+                           target_dt, op, fetch, req);
     if (OMPI_SUCCESS != rc) {
         ompi_osc_ucxx_request_abandon(req);
         return rc;
@@ -837,45 +840,18 @@ int ompi_osc_ucxx_rget_accumulate(const void *origin_addr, int origin_count,
                        request);
 }
 
-int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_addr,
-                                   void *result_addr, struct ompi_datatype_t *dt, int target,
-                                   ptrdiff_t target_disp, struct ompi_win_t *win)
+/* One atomic compare-and-swap where the element takes one; under the stripe
+ * locks (or by the target) otherwise, like every accumulate on it. */
+static int cas_mapped(acc_t *a, const void *origin_addr, const void *compare_addr,
+                      void *result_addr, size_t size)
 {
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
-    ompi_osc_ucxx_module_t *module = view->core;
-    acc_t a = {.module = module, .target = target, .op = &ompi_mpi_op_replace.op,
-               .elem = dt, .fetch = true};
-    uint64_t remote, lo, hi;
-    size_t size;
-    int rc;
+    ompi_osc_ucxx_target_t *t = a->t;
+    char *tgt = (char *) (uintptr_t) (t->remote + t->path.delta);
+    ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(t->module, t->rank);
+    uint64_t expected = 0, desired = 0;
+    uint32_t mask;
 
-    if (target == module->rank) {
-        ompi_osc_ucxx_serve(module);  /* see ompi_osc_ucxx_acc */
-    }
-
-    rc = ompi_osc_ucxx_check_access(module, target);
-    if (OMPI_SUCCESS != rc) return rc;
-    if (!ompi_datatype_is_predefined(dt)) return MPI_ERR_TYPE;
-    rc = check_intrinsic(view);
-    if (OMPI_SUCCESS != rc) return rc;
-    rc = ompi_osc_ucxx_view_range(view, target, target_disp, 1, dt, &remote, &lo, &hi);
-    if (OMPI_SUCCESS != rc) return rc;
-    ompi_datatype_type_size(dt, &size);
-    a.width = size;
-    a.hw = (4 == size || 8 == size) && 0 == remote % size;
-    a.worker = ompi_osc_ucxx_view_worker(view);
-    if (NULL == a.worker) return OMPI_ERR_OUT_OF_RESOURCE;
-    rc = ompi_osc_ucxx_resolve(module, a.worker, target, lo, hi, &a.path);
-    if (OMPI_SUCCESS != rc) return rc;
-    a.path.mapped &= !a.path.partial;
-    if (!a.path.mapped && (view->acc_ordered || view->ordered)) {
-        while (module->am_outstanding > 0) opal_progress();
-        ucp_worker_fence(a.worker->ucp);
-    }
-
-    if (a.hw && a.path.mapped) {
-        char *tgt = (char *) (uintptr_t) (remote + a.path.delta);
-        uint64_t expected = 0, desired = 0;
+    if (atomic_element(a, (uint64_t) (uintptr_t) tgt)) {
         memcpy(&expected, compare_addr, size);
         memcpy(&desired, origin_addr, size);
         if (8 == size) {
@@ -890,33 +866,45 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
         memcpy(result_addr, &expected, size);
         return OMPI_SUCCESS;
     }
-    if (a.hw) {
+    mask = ompi_osc_ucxx_stripe_mask(t->lo - t->peer->base, t->hi - t->peer->base);
+    ompi_osc_ucxx_stripes_lock(state, mask);
+    memcpy(result_addr, tgt, size);
+    if (0 == memcmp(tgt, compare_addr, size)) memcpy(tgt, origin_addr, size);
+    ompi_osc_ucxx_stripes_unlock(state, mask);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                   void *result_addr, struct ompi_datatype_t *dt, int target,
+                                   ptrdiff_t target_disp, struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    ompi_osc_ucxx_target_t t;
+    acc_t a = {.t = &t, .op = &ompi_mpi_op_replace.op, .elem = dt, .fetch = true};
+    size_t size;
+    int rc;
+
+    rc = ompi_osc_ucxx_op_begin(view, target, target_disp, 1, dt, &t);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (!ompi_datatype_is_predefined(dt)) return MPI_ERR_TYPE;
+    rc = check_intrinsic(view);
+    if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_op_resolve(&t, true);
+    if (OMPI_SUCCESS != rc) return rc;
+    ompi_datatype_type_size(dt, &size);
+    a.width = size;
+    a.hw = 4 == size || 8 == size;
+
+    if (t.path.mapped) {
+        return cas_mapped(&a, origin_addr, compare_addr, result_addr, size);
+    }
+    rc = order_before(&a, !atomic_element(&a, t.remote));
+    if (OMPI_SUCCESS != rc) return rc;
+    if (atomic_element(&a, t.remote)) {
         uint64_t reply = 0;
         memcpy(&reply, origin_addr, size);
-        rc = ucx_atomic(&a, UCP_ATOMIC_OP_CSWAP, compare_addr, remote, &reply, true);
+        rc = ucx_atomic(&a, UCP_ATOMIC_OP_CSWAP, compare_addr, t.remote, &reply, true);
         if (OMPI_SUCCESS == rc) memcpy(result_addr, &reply, size);
         return rc;
     }
-    if (!a.path.mapped) {
-        return acc_am(&a, (void *) origin_addr, 1, dt, compare_addr, result_addr, 1, dt, remote,
-                      1, dt);
-    }
-
-    /* Other sizes: under the stripe locks, like every accumulate on them. */
-    char old[64];
-    acc_t peek = a;
-    peek.op = &ompi_mpi_op_no_op.op;
-    uint32_t mask = stripe_mask(lo - module->peers[target].base,
-                                hi - module->peers[target].base);
-    rc = stripes_lock(&a, mask);
-    if (OMPI_SUCCESS != rc) return rc;
-    rc = locked_element(&peek, remote, NULL, old);
-    if (OMPI_SUCCESS == rc) {
-        memcpy(result_addr, old, size);
-        if (0 == memcmp(old, compare_addr, size)) {
-            rc = locked_element(&a, remote, origin_addr, NULL);
-        }
-    }
-    int r2 = stripes_unlock(&a, mask);
-    return OMPI_SUCCESS == rc ? r2 : rc;
+    return acc_am(&a, (void *) origin_addr, 1, dt, compare_addr, result_addr, 1, dt, 1, dt);
 }

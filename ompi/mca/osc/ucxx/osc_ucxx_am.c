@@ -7,17 +7,26 @@
  * Messages name their window by the window communicator's context id.
  * Handlers run inside ucp_worker_progress, so they never issue UCX
  * operations, never progress, and never wait: what needs any of that (a reply,
- * work blocked on a busy lock) goes on a queue that ompi_osc_ucxx_am_drain
- * works off from the component's progress function, outside any callback.
- * All messages are sent eagerly (chunked by the sender), so a handler always
- * has the whole payload in hand.
+ * work blocked on a busy stripe lock) goes on a queue that
+ * ompi_osc_ucxx_am_drain works off from the component's progress function,
+ * outside any callback.  All messages are sent eagerly (chunked by the
+ * sender), so a handler always has the whole payload in hand.
+ *
+ * Order: accumulates from one origin must apply in the order they were sent
+ * (accumulate_ordering).  UCX delivers them in order on an endpoint; so that
+ * the queue does not reorder them, (1) once an accumulate for a window is
+ * queued, later ones for that window queue behind it instead of running in
+ * the callback (module->am_deferred counts them), (2) one thread at a time
+ * drains the queue, front to back, and (3) when an accumulate is still
+ * blocked, the later ones for the same window stay queued behind it.
  */
 
 #include "ompi_config.h"
 
 #include "opal/class/opal_list.h"
 
-#include "osc_ucxx.h"
+#include "osc_ucxx_am.h"
+#include "osc_ucxx_epoch.h"
 
 /* Deferred work: a copy of a message or a reply to send. */
 typedef struct {
@@ -33,13 +42,14 @@ static OBJ_CLASS_INSTANCE(am_work_t, opal_list_item_t, NULL, NULL);
 static opal_list_t am_queue;
 static opal_mutex_t am_queue_lock;
 static volatile int32_t am_queued = 0;
+static volatile int32_t am_draining = 0;
 static ompi_osc_ucxx_am_handler_fn_t am_handlers[OSC_UCXX_AM_KINDS];
 
 /* ------------------------------------------------------------------------- */
 /* Queue */
 
-int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
-                           const void *data, size_t len)
+static int am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer, const void *data,
+                    size_t len)
 {
     am_work_t *work = malloc(sizeof(*work) + len);
     if (NULL == work) {
@@ -51,10 +61,13 @@ int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
     work->peer = peer;
     work->len = len;
     memcpy(work->data, data, len);
-    OPAL_THREAD_LOCK(&am_queue_lock);
+    if (OSC_UCXX_AM_ACC == kind) {
+        ompi_osc_ucxx_add32(&module->am_deferred, 1);
+    }
+    OSC_UCXX_LOCK(&am_queue_lock);
     opal_list_append(&am_queue, &work->super);
-    OPAL_THREAD_UNLOCK(&am_queue_lock);
-    OPAL_THREAD_ADD_FETCH32(&am_queued, 1);
+    OSC_UCXX_UNLOCK(&am_queue_lock);
+    ompi_osc_ucxx_add32(&am_queued, 1);
     return OMPI_SUCCESS;
 }
 
@@ -64,8 +77,6 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-/* Send `buf` (len bytes, malloc'ed, freed once sent) to `target` of the
- * window on `worker`.  The first hlen bytes are the AM header. */
 int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                           int target, unsigned id, void *buf, size_t hlen, size_t len)
 {
@@ -96,42 +107,67 @@ int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t
     return OMPI_SUCCESS;
 }
 
-/* Work off the queue: outside any UCX callback, from our progress. */
+/* Run one queued item; true when it is done (not blocked). */
+static bool drain_one(am_work_t *work)
+{
+    ompi_osc_ucxx_module_t *module = ompi_osc_ucxx_window_lookup(work->cid);
+    int rc = OMPI_SUCCESS;
+
+    if (NULL != module && NULL != am_handlers[work->kind]) {
+        rc = am_handlers[work->kind](module, work->peer, work->data, work->len, true);
+    }
+    if (OMPI_ERR_WOULD_BLOCK == rc) {
+        return false;
+    }
+    if (NULL != module && OSC_UCXX_AM_ACC == work->kind) {
+        ompi_osc_ucxx_add32(&module->am_deferred, -1);
+    }
+    return true;
+}
+
+/* Work off the queue, outside any UCX callback, one thread at a time. */
 int ompi_osc_ucxx_am_drain(void)
 {
     opal_list_t retry;
     am_work_t *work;
-    int done = 0;
+    uint32_t blocked[8];   /* windows with a blocked accumulate this pass */
+    int nblocked = 0, done = 0;
+    int32_t idle = 0;
 
-    if (0 == am_queued) {
+    if (0 == am_queued ||
+        !opal_atomic_compare_exchange_strong_32(&am_draining, &idle, 1)) {
         return 0;
     }
     OBJ_CONSTRUCT(&retry, opal_list_t);
     for (;;) {
-        OPAL_THREAD_LOCK(&am_queue_lock);
+        bool behind = false;
+        OSC_UCXX_LOCK(&am_queue_lock);
         work = (am_work_t *) opal_list_remove_first(&am_queue);
-        OPAL_THREAD_UNLOCK(&am_queue_lock);
+        OSC_UCXX_UNLOCK(&am_queue_lock);
         if (NULL == work) break;
-        ompi_osc_ucxx_module_t *module = ompi_osc_ucxx_window_lookup(work->cid);
-        int rc = OMPI_SUCCESS;
-        if (NULL != module && NULL != am_handlers[work->kind]) {
-            rc = am_handlers[work->kind](module, work->peer, work->data, work->len, true);
+        for (int i = 0; OSC_UCXX_AM_ACC == work->kind && i < nblocked; ++i) {
+            behind |= (blocked[i] == work->cid);
         }
-        if (OMPI_ERR_WOULD_BLOCK == rc) {
-            opal_list_append(&retry, &work->super);  /* still blocked: next time */
+        if (behind || (OSC_UCXX_AM_ACC == work->kind && nblocked == 8) || !drain_one(work)) {
+            if (!behind && OSC_UCXX_AM_ACC == work->kind && nblocked < 8) {
+                blocked[nblocked++] = work->cid;
+            }
+            opal_list_append(&retry, &work->super);  /* in order, for next time */
             continue;
         }
-        OPAL_THREAD_ADD_FETCH32(&am_queued, -1);
+        ompi_osc_ucxx_add32(&am_queued, -1);
         OBJ_DESTRUCT(work);
         free(work);
         done++;
     }
     if (!opal_list_is_empty(&retry)) {
-        OPAL_THREAD_LOCK(&am_queue_lock);
+        OSC_UCXX_LOCK(&am_queue_lock);
         opal_list_join(&am_queue, opal_list_get_begin(&am_queue), &retry);
-        OPAL_THREAD_UNLOCK(&am_queue_lock);
+        OSC_UCXX_UNLOCK(&am_queue_lock);
     }
     OBJ_DESTRUCT(&retry);
+    opal_atomic_wmb();
+    am_draining = 0;
     return done;
 }
 
@@ -180,9 +216,13 @@ static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_len
     }
     memcpy(buf, header, header_length);
     memcpy(buf + header_length, data, length);
-    rc = am_handlers[kind](module, from, buf, header_length + length, false);
+    if (OSC_UCXX_AM_ACC == kind && module->am_deferred > 0) {
+        rc = OMPI_ERR_WOULD_BLOCK;  /* behind the ones queued already */
+    } else {
+        rc = am_handlers[kind](module, from, buf, header_length + length, false);
+    }
     if (OMPI_ERR_WOULD_BLOCK == rc) {
-        ompi_osc_ucxx_am_defer(kind, module, from, buf, header_length + length);
+        am_defer(kind, module, from, buf, header_length + length);
     }
     if (buf != stack) free(buf);
     return UCS_OK;
@@ -205,8 +245,6 @@ static int send_handler(ompi_osc_ucxx_module_t *module, int peer, void *buf, siz
     return ompi_osc_ucxx_am_send(module, OSC_UCXX.main_worker, peer, id, copy, hlen, len);
 }
 
-/* Answer `to` with a message (hlen header bytes first): directly where we
- * may issue UCX operations, else through the queue. */
 int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
                            const void *msg, size_t hlen, size_t len, bool deferred)
 {
@@ -222,7 +260,7 @@ int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
         if (NULL == item) return OMPI_ERR_OUT_OF_RESOURCE;
         memcpy(item, words, sizeof(words));
         memcpy(item + sizeof(words), msg, len);
-        rc = ompi_osc_ucxx_am_defer(OSC_UCXX_AM_SEND, module, to, item, len + sizeof(words));
+        rc = am_defer(OSC_UCXX_AM_SEND, module, to, item, len + sizeof(words));
         free(item);
         return rc;
     }
@@ -247,6 +285,7 @@ int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker)
     if (NULL == am_handlers[OSC_UCXX_AM_POST]) {
         OBJ_CONSTRUCT(&am_queue, opal_list_t);
         OBJ_CONSTRUCT(&am_queue_lock, opal_mutex_t);
+        am_draining = 0;
         am_handlers[OSC_UCXX_AM_POST] = post_handler;
         am_handlers[OSC_UCXX_AM_SEND] = send_handler;
         ompi_osc_ucxx_acc_am_init();

@@ -10,6 +10,7 @@
 #include "opal/mca/base/mca_base_var.h"
 
 #include "osc_ucxx.h"
+#include "osc_ucxx_share.h"
 
 static int component_register(void);
 static int component_open(void);
@@ -155,6 +156,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     /* The UCX context and workers wait for the first window: a program that
      * never uses RMA pays nothing. */
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
+    OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
     return OMPI_SUCCESS;
 }
 
@@ -191,8 +193,8 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
 ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid)
 {
     void *module = NULL;
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     (void) opal_hash_table_get_value_uint32(&OSC_UCXX.windows, cid, &module);
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     return (ompi_osc_ucxx_module_t *) module;
 }

@@ -23,7 +23,10 @@
 
 #include "ompi_config.h"
 
-#include "osc_ucxx.h"
+#include "osc_ucxx_dynamic.h"
+#include "osc_ucxx_state.h"
+#include "osc_ucxx_am.h"
+#include "osc_ucxx_share.h"
 
 /* ------------------------------------------------------------------------- */
 /* Target side */
@@ -65,9 +68,9 @@ static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
 {
     bool found;
-    OPAL_THREAD_LOCK(&module->dyn_lock);
+    OSC_UCXX_LOCK(&module->dyn_lock);
     found = region_find(module, lo, hi) >= 0;
-    OPAL_THREAD_UNLOCK(&module->dyn_lock);
+    OSC_UCXX_UNLOCK(&module->dyn_lock);
     return found;
 }
 
@@ -79,7 +82,7 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     int pos;
 
     if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor) {
-        return MPI_ERR_RMA_FLAVOR;
+        return OMPI_ERR_RMA_FLAVOR;
     }
     if (0 == len) {
         return OMPI_SUCCESS;
@@ -91,20 +94,20 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     params.address = base;
     params.length = len;
     if (UCS_OK != ucp_mem_map(OSC_UCXX.context, &params, &region.memh)) {
-        return MPI_ERR_RMA_ATTACH;
+        return OMPI_ERR_RMA_ATTACH;
     }
     if (UCS_OK != ucp_rkey_pack(OSC_UCXX.context, region.memh, &region.rkey,
                                 &region.rkey_len)) {
         ucp_mem_unmap(OSC_UCXX.context, region.memh);
-        return MPI_ERR_RMA_ATTACH;
+        return OMPI_ERR_RMA_ATTACH;
     }
 
-    OPAL_THREAD_LOCK(&module->dyn_lock);
+    OSC_UCXX_LOCK(&module->dyn_lock);
     if (module->nregions == module->regions_cap) {
         int cap = module->regions_cap ? 2 * module->regions_cap : 16;
         void *tmp = realloc(module->regions, cap * sizeof(*module->regions));
         if (NULL == tmp) {
-            OPAL_THREAD_UNLOCK(&module->dyn_lock);
+            OSC_UCXX_UNLOCK(&module->dyn_lock);
             ucp_rkey_buffer_release(region.rkey);
             ucp_mem_unmap(OSC_UCXX.context, region.memh);
             return OMPI_ERR_OUT_OF_RESOURCE;
@@ -119,7 +122,7 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     module->regions[pos] = region;
     module->nregions++;
     if (len > module->dyn_max_len) module->dyn_max_len = len;
-    OPAL_THREAD_UNLOCK(&module->dyn_lock);
+    OSC_UCXX_UNLOCK(&module->dyn_lock);
     OSC_UCXX_VERBOSE(50, "window %u: attached %zu bytes at %p (%d regions)", module->cid, len,
                      base, module->nregions);
     return OMPI_SUCCESS;
@@ -136,29 +139,31 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base)
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     uint64_t addr = (uint64_t) (uintptr_t) base;
     ompi_osc_ucxx_region_t region;
-    int i;
+    int i, rc;
 
     if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor) {
-        return MPI_ERR_RMA_FLAVOR;
+        return OMPI_ERR_RMA_FLAVOR;
     }
-    OPAL_THREAD_LOCK(&module->dyn_lock);
+    OSC_UCXX_LOCK(&module->dyn_lock);
     /* the most recent attachment at that address */
     for (i = module->nregions - 1; i >= 0 && module->regions[i].base != addr; --i) {
     }
     if (i < 0) {
-        OPAL_THREAD_UNLOCK(&module->dyn_lock);
+        OSC_UCXX_UNLOCK(&module->dyn_lock);
         return MPI_ERR_BASE;
     }
     region = module->regions[i];
     memmove(&module->regions[i], &module->regions[i + 1],
             (module->nregions - i - 1) * sizeof(*module->regions));
     module->nregions--;
-    /* Origins see the new generation before the memory can be reused. */
-    __atomic_fetch_add((uint64_t *) (module->state + OSC_UCXX_STATE_DYN_GEN), 1,
-                       __ATOMIC_ACQ_REL);
-    OPAL_THREAD_UNLOCK(&module->dyn_lock);
+    OSC_UCXX_UNLOCK(&module->dyn_lock);
+    /* Origins see the new generation before the memory can be reused.  (Not
+     * under dyn_lock: the bump may be a UCX atomic, whose wait runs the
+     * region lookup handler, which takes dyn_lock.  A lookup between the
+     * removal and the bump cannot find the region any more.) */
+    rc = ompi_osc_ucxx_state_gen_bump(module);
     region_release(&region);
-    return OMPI_SUCCESS;
+    return rc;
 }
 
 void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module)
@@ -208,9 +213,8 @@ static int region_req_handler(ompi_osc_ucxx_module_t *module, int from, void *bu
     reply->base.cid = module->cid;
     reply->base.from = module->rank;
     reply->token = req->token;
-    OPAL_THREAD_LOCK(&module->dyn_lock);
-    reply->gen = __atomic_load_n((uint64_t *) (module->state + OSC_UCXX_STATE_DYN_GEN),
-                                 __ATOMIC_ACQUIRE);
+    OSC_UCXX_LOCK(&module->dyn_lock);
+    reply->gen = ompi_osc_ucxx_state_gen_local(module);
     i = region_find(module, req->lo, req->hi);
     if (i >= 0 && module->regions[i].rkey_len <= OSC_UCXX_MAX_RKEY) {
         reply->found = 1;
@@ -220,7 +224,7 @@ static int region_req_handler(ompi_osc_ucxx_module_t *module, int from, void *bu
         reply->share = module->regions[i].share;
         memcpy(reply + 1, module->regions[i].rkey, reply->rkey_len);
     }
-    OPAL_THREAD_UNLOCK(&module->dyn_lock);
+    OSC_UCXX_UNLOCK(&module->dyn_lock);
     return ompi_osc_ucxx_am_reply(module, from, OSC_UCXX_AM_REGION_REPLY, reply, sizeof(*reply),
                                   sizeof(*reply) + reply->rkey_len, deferred);
 }
@@ -298,17 +302,6 @@ static dynentry_t *cache_add(ompi_osc_ucxx_dyncache_t *cache, const dynentry_t *
     return &cache->entries[pos];
 }
 
-static int target_generation(ompi_osc_ucxx_module_t *module, int target, uint64_t *gen)
-{
-    char *state = ompi_osc_ucxx_direct_state(module, target);
-    if (NULL != state) {
-        *gen = __atomic_load_n((uint64_t *) (state + OSC_UCXX_STATE_DYN_GEN), __ATOMIC_ACQUIRE);
-        return OMPI_SUCCESS;
-    }
-    return ompi_osc_ucxx_state_atomic(module, target, OSC_UCXX_STATE_DYN_GEN, UCP_ATOMIC_OP_ADD,
-                                      0, 0, gen);
-}
-
 static int region_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                          int target, uint64_t lo, uint64_t hi, region_wait_t *wait)
 {
@@ -364,7 +357,6 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
     region_wait_t wait;
     dynentry_t *entry, fresh;
     uint64_t gen;
-    char *state;
     int rc;
 
     path->partial = false;
@@ -383,13 +375,10 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
         cache = calloc(1, sizeof(*cache));
         if (NULL == cache) return OMPI_ERR_OUT_OF_RESOURCE;
         cache_clear(cache, 0);
-        state = ompi_osc_ucxx_direct_state(module, target);
-        cache->gen_word = NULL == state ? NULL
-                                        : (const volatile uint64_t *) (state +
-                                                                       OSC_UCXX_STATE_DYN_GEN);
+        cache->gen_word = ompi_osc_ucxx_state_gen_word(module, target);
         path->link->dyn = cache;
     }
-    rc = target_generation(module, target, &gen);
+    rc = ompi_osc_ucxx_state_gen_read(module, target, &gen);
     if (OMPI_SUCCESS != rc) return rc;
     if (gen != cache->gen) {
         cache_clear(cache, gen);  /* something was detached: trust nothing cached */

@@ -14,6 +14,7 @@
 #include "ompi/op/op.h"
 
 #include "osc_ucxx.h"
+#include "osc_ucxx_dynamic.h"
 
 /* ------------------------------------------------------------------------- */
 /* MPIX_Win_dup_with_info: another view on the same core. */
@@ -117,8 +118,7 @@ static int rr_complete_remotely(ompi_osc_ucxx_view_t *view, int target,
     /* (shared user memory is mapped only in part: its edges go through UCX) */
     if ((MPI_WIN_FLAVOR_DYNAMIC == module->flavor)
             ? target == module->rank
-            : (NULL != ompi_osc_ucxx_direct(module, target) &&
-               UINT64_MAX == module->peers[target].direct_hi)) {
+            : ompi_osc_ucxx_fully_mapped(module, target)) {
         opal_atomic_mb();  /* mapped: done when visible */
         return OMPI_SUCCESS;
     }
@@ -129,7 +129,7 @@ static int rr_complete_remotely(ompi_osc_ucxx_view_t *view, int target,
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = ompi_osc_ucxx_request_ucx_cb;
     param.user_data = req;
-    OPAL_THREAD_ADD_FETCH32(&req->outstanding, 1);
+    ompi_osc_ucxx_request_more(req);
     sp = ucp_ep_flush_nbx(link->ep, &param);
     if (UCS_PTR_IS_PTR(sp)) {
         return OMPI_SUCCESS;
@@ -210,7 +210,7 @@ static int memhandle_parent(struct ompi_win_t *parent, ompi_osc_ucxx_module_t **
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(parent);
     if (view->memhandle || MPI_WIN_FLAVOR_DYNAMIC != view->core->flavor) {
-        return MPI_ERR_WIN;  /* the parent must be a dynamic window */
+        return OMPI_ERR_WIN;  /* the parent must be a dynamic window */
     }
     *core = view->core;
     return OMPI_SUCCESS;
@@ -227,7 +227,7 @@ static int memhandle_open(struct ompi_win_t *parent, const void *handle,
         mh->owner < 0 || mh->owner >= (*core)->size) {
         return MPI_ERR_ARG;
     }
-    return (mh->cid == (*core)->cid) ? OMPI_SUCCESS : MPI_ERR_WIN;
+    return (mh->cid == (*core)->cid) ? OMPI_SUCCESS : OMPI_ERR_WIN;
 }
 
 static int ext_memhandle_create(struct ompi_win_t *parent, void *base, size_t size,

@@ -5,28 +5,38 @@
  * Requests of the R* calls.  Each request counts its UCX operations (plus one
  * while it is still being issued) and completes when the count reaches zero,
  * so thousands can be outstanding and none waits for a worker flush.
+ *
+ * Two events release a request: its completion, and the user's free (by
+ * MPI_Request_free, or by the MPI_Wait/Test that saw it complete).  MPI lets
+ * the user free an active request, so they come in any order, from any two
+ * threads; whoever is second returns it to the free list.  Completion marks
+ * itself released only after ompi_request_complete has finished with the
+ * request, so a free can never return it under completion's feet.
  */
 
 #include "ompi_config.h"
 
-#include "osc_ucxx.h"
+#include "osc_ucxx_request.h"
 
 static void request_return(ompi_osc_ucxx_request_t *req)
 {
     OMPI_REQUEST_FINI(&req->super);
-    opal_free_list_return(&OSC_UCXX.requests, (opal_free_list_item_t *) req);
+    /* (the _mt forms: our progress thread completes requests at any level) */
+    opal_free_list_return_mt(&OSC_UCXX.requests, (opal_free_list_item_t *) req);
+}
+
+static void request_release(ompi_osc_ucxx_request_t *req)
+{
+    if (2 == opal_atomic_add_fetch_32(&req->released, 1)) {
+        request_return(req);
+    }
 }
 
 static int request_free(struct ompi_request_t **ompi_req)
 {
     ompi_osc_ucxx_request_t *req = (ompi_osc_ucxx_request_t *) *ompi_req;
-
-    /* MPI lets the user free an active request: whoever finishes last returns it. */
-    if (REQUEST_COMPLETE(&req->super) ||
-        1 != OPAL_THREAD_ADD_FETCH32(&req->freed, 1)) {
-        request_return(req);
-    }
     *ompi_req = MPI_REQUEST_NULL;
+    request_release(req);
     return OMPI_SUCCESS;
 }
 
@@ -52,7 +62,7 @@ int ompi_osc_ucxx_request_alloc(struct ompi_win_t *win, ompi_osc_ucxx_worker_t *
     if (NULL == worker) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    req = (ompi_osc_ucxx_request_t *) opal_free_list_get(&OSC_UCXX.requests);
+    req = (ompi_osc_ucxx_request_t *) opal_free_list_get_mt(&OSC_UCXX.requests);
     if (NULL == req) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -62,32 +72,37 @@ int ompi_osc_ucxx_request_alloc(struct ompi_win_t *win, ompi_osc_ucxx_worker_t *
     req->super.req_status._cancelled = 0;
     req->super.req_state = OMPI_REQUEST_ACTIVE;
     req->outstanding = 1;
-    req->freed = 0;
+    req->released = 0;
     req->worker = worker;
-    OPAL_THREAD_ADD_FETCH32(&worker->pending, 1);
+    ompi_osc_ucxx_add32(&worker->pending, 1);
     *reqp = req;
     return OMPI_SUCCESS;
 }
 
 void ompi_osc_ucxx_request_op_done(ompi_osc_ucxx_request_t *req)
 {
-    if (0 != OPAL_THREAD_ADD_FETCH32(&req->outstanding, -1)) {
+    if (0 != opal_atomic_add_fetch_32(&req->outstanding, -1)) {
         return;
     }
-    OPAL_THREAD_ADD_FETCH32(&req->worker->pending, -1);
-    if (1 == OPAL_THREAD_ADD_FETCH32(&req->freed, 1)) {
-        ompi_request_complete(&req->super, true);
-    } else {
-        request_return(req);  /* the user freed it already */
-    }
+    ompi_osc_ucxx_add32(&req->worker->pending, -1);
+    ompi_request_complete(&req->super, true);
+    request_release(req);
+}
+
+void ompi_osc_ucxx_request_fail(ompi_osc_ucxx_request_t *req, int error)
+{
+    int32_t none = MPI_SUCCESS;
+    (void) opal_atomic_compare_exchange_strong_32((volatile int32_t *) &req->super.req_status
+                                                      .MPI_ERROR,
+                                                  &none, error);
 }
 
 /* An operation failed before anything was issued for it... or after some
- * pieces were: let those finish, then the request completes with an error. */
+ * pieces were: let those finish; nobody frees what nobody saw. */
 void ompi_osc_ucxx_request_abandon(ompi_osc_ucxx_request_t *req)
 {
-    req->super.req_status.MPI_ERROR = MPI_ERR_OTHER;
-    OPAL_THREAD_ADD_FETCH32(&req->freed, 1);  /* nobody will see this request */
+    ompi_osc_ucxx_request_fail(req, MPI_ERR_OTHER);
+    request_release(req);
     ompi_osc_ucxx_request_op_done(req);
 }
 
@@ -96,7 +111,7 @@ void ompi_osc_ucxx_request_ucx_cb(void *ucx_req, ucs_status_t status, void *user
     ompi_osc_ucxx_request_t *req = (ompi_osc_ucxx_request_t *) user_data;
 
     if (UCS_OK != status) {
-        req->super.req_status.MPI_ERROR = MPI_ERR_OTHER;
+        ompi_osc_ucxx_request_fail(req, MPI_ERR_OTHER);
     }
     ucp_request_free(ucx_req);
     ompi_osc_ucxx_request_op_done(req);

@@ -41,7 +41,7 @@
 
 #include "opal/mca/pmix/pmix.h"
 
-#include "osc_ucxx.h"
+#include "osc_ucxx_share.h"
 
 #define SHM_PREFIX "/dev/shm"
 
@@ -215,9 +215,9 @@ static bool own_dir_ready(void)
 void ompi_osc_ucxx_share_prepare(void)
 {
     if (OSC_UCXX.share_user && OSC_UCXX.use_direct) {
-        OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+        OSC_UCXX_LOCK(&OSC_UCXX.lock);
         (void) own_dir_ready();
-        OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+        OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     }
 }
 
@@ -234,7 +234,7 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
         hi - lo > (uint64_t) OSC_UCXX.share_max) {
         return OMPI_SUCCESS;
     }
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     kind = own_find(lo, hi, &ours) ? 1 : classify(lo, hi, &ours);
     if (1 == kind && strlen(ours.path + strlen(SHM_PREFIX)) < sizeof(desc->name)) {
         memcpy(desc->name, ours.path + strlen(SHM_PREFIX),
@@ -251,7 +251,7 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
             desc->name[0] = '\0';
         }
     }
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     if ('\0' != desc->name[0]) {
         desc->lo = lo;
         desc->hi = hi;
@@ -271,7 +271,7 @@ char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *d
         !OPAL_PROC_ON_LOCAL_NODE(owner->super.proc_flags)) {
         return NULL;
     }
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     if (!mappings_ready) {
         OBJ_CONSTRUCT(&mappings, opal_hash_table_t);
         mappings_ready = (OPAL_SUCCESS == opal_hash_table_init(&mappings, 64));
@@ -301,7 +301,7 @@ char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *d
     if (NULL != m && desc->offset + (desc->hi - desc->lo) <= m->size) {
         addr = m->addr + desc->offset;
     }
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     return addr;
 }
 
@@ -374,13 +374,13 @@ int ompi_osc_ucxx_share_segment(ompi_communicator_t *comm, size_t size, bool non
 
     if (0 == me) {
         int fd = -1;
-        OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+        OSC_UCXX_LOCK(&OSC_UCXX.lock);
         if (own_dir_ready()) {
             snprintf(name, sizeof(name), "%.36s/w%u", own_dir, own_serial++);
             snprintf(path, sizeof(path), SHM_PREFIX "%s", name);
             fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
         }
-        OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+        OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
         if (fd < 0 || 0 != ftruncate(fd, (off_t) seg->len)) name[0] = '\0';
         if (fd >= 0) close(fd);
     }

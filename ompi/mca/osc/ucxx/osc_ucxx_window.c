@@ -2,8 +2,11 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * Window creation and destruction, info keys, and the lazy per-peer setup
- * (links and direct mappings).
+ * Window creation and destruction, info keys, views, and
+ * MPI_Win_shared_query.  Creation is one collective exchange: each process's
+ * window layout and packed rkeys, plus the worker addresses of peers some
+ * member has not met yet; links and mappings are made later, on first use
+ * (osc_ucxx_target.c).
  */
 
 #include "ompi_config.h"
@@ -12,6 +15,8 @@
 #include "ompi/proc/proc.h"
 
 #include "osc_ucxx.h"
+#include "osc_ucxx_dynamic.h"
+#include "osc_ucxx_share.h"
 
 static const ompi_osc_base_module_t ucxx_module_template = {
     .osc_win_shared_query = ompi_osc_ucxx_shared_query,
@@ -168,7 +173,7 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
     view->core = core;
     view->original = original;
     view->acc_ordered = true;
-    OPAL_THREAD_ADD_FETCH32(&core->refcount, 1);
+    ompi_osc_ucxx_add32(&core->refcount, 1);
     return view;
 }
 
@@ -346,58 +351,24 @@ out:
 
 void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
 {
-    if (NULL != module->ltab) {
-        ompi_osc_ucxx_ltab_t *tab = module->ltab, *next;
-        for (int w = 0; w < tab->cap; ++w) {
-            ompi_osc_ucxx_link_t *links = tab->links[w];
-            if (NULL == links) continue;
-            for (int i = 0; i < module->size; ++i) {
-                if (links[i].data_rkey) ucp_rkey_destroy(links[i].data_rkey);
-                if (links[i].state_rkey) ucp_rkey_destroy(links[i].state_rkey);
-                ompi_osc_ucxx_dyn_cache_free(links[i].dyn);
-            }
-            free(links);
-        }
-        for (; NULL != tab; tab = next) {
-            next = tab->retired;
-            free(tab);
-        }
-    }
-    if (NULL != module->peers) {
-        for (int i = 0; i < module->size; ++i) {
-            for (int k = 0; k < 2; ++k) {
-                if (module->peers[i].direct_rkeys[k]) {
-                    ucp_rkey_destroy(module->peers[i].direct_rkeys[k]);
-                }
-            }
-        }
-    }
+    ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
     if (NULL != module->data_memh) ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
     if (NULL != module->state_memh) ucp_mem_unmap(OSC_UCXX.context, module->state_memh);
     if (NULL != module->comm) ompi_comm_free(&module->comm);
+    if (NULL != module->access) OBJ_RELEASE(module->access);
     free(module->peers);
     free(module->blobs);
-    free(module->locks);
-    free(module->lock_all_taken);
-    free(module->lock_all_list);
-    free(module->start_ranks);
-    free(module->start_map);
-    free(module->start_unposted);
     free(module->posts_seen);
-    OBJ_DESTRUCT(&module->sync_lock);
-    OBJ_DESTRUCT(&module->acquire_lock);
+    OBJ_DESTRUCT(&module->setup_lock);
     OBJ_DESTRUCT(&module->post_lock);
-    OBJ_DESTRUCT(&module->open_lock);
     OBJ_DESTRUCT(&module->dyn_lock);
     free(module);
 }
 
-/* Do all peers map our state segment (so that they can tell us when they
- * need our CPU)?  Only peers on our node can; whether they do depends on the
- * transports, the same for all of them, so one neighbour answers for all. */
-static bool all_on_node(ompi_osc_ucxx_module_t *module)
+/* Are all ranks of the window on our node? */
+bool ompi_osc_ucxx_all_on_node(ompi_osc_ucxx_module_t *module)
 {
     if (module->size > opal_process_info.num_local_peers + 1) {
         return false;  /* (and no ompi_proc_t is made for far ranks) */
@@ -409,13 +380,6 @@ static bool all_on_node(ompi_osc_ucxx_module_t *module)
         }
     }
     return true;
-}
-
-static bool peers_map_state(ompi_osc_ucxx_module_t *module)
-{
-    int neighbour = (module->rank + 1) % module->size;
-    return all_on_node(module) &&
-           (module->size == 1 || NULL != ompi_osc_ucxx_direct_state(module, neighbour));
 }
 
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
@@ -436,11 +400,14 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     if (NULL == module) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    OBJ_CONSTRUCT(&module->sync_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&module->acquire_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->setup_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&module->open_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
+    module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
+    if (NULL == module->access) {
+        ompi_osc_ucxx_module_release(module);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     module->flavor = flavor;
     module->disp_unit = disp_unit;
     module->len = size;
@@ -469,9 +436,9 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
         module->len = 0;
         ompi_osc_ucxx_share_prepare();  /* well before the first attach */
     } else if (MPI_WIN_FLAVOR_SHARED == flavor) {
-        if (!all_on_node(module)) {
+        if (!ompi_osc_ucxx_all_on_node(module)) {
             OSC_UCXX_VERBOSE(10, "MPI_Win_allocate_shared over ranks on several nodes");
-            rc = MPI_ERR_RMA_SHARED;  /* the same verdict on every rank */
+            rc = OMPI_ERR_RMA_SHARED;  /* the same verdict on every rank */
             goto fail;
         }
         rc = ompi_osc_ucxx_share_segment(module->comm, size,
@@ -497,12 +464,14 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     }
 
     /* The state segment: lock word and counters, always UCX-allocated. */
-    module->state_size = OSC_UCXX_STATE_SIZE +
-                         sizeof(uint64_t) * (size_t) (module->size < OSC_UCXX_POST_SLOTS ? module->size : OSC_UCXX_POST_SLOTS);
+    module->state_size = sizeof(ompi_osc_ucxx_state_t) +
+                         sizeof(uint64_t) * (size_t) (module->size < OSC_UCXX_POST_SLOTS
+                                                          ? module->size
+                                                          : OSC_UCXX_POST_SLOTS);
     rc = map_memory(&state, module->state_size, true, &module->state_memh);
     if (OMPI_SUCCESS != rc) goto fail;
     module->state = state;
-    memset(module->state, 0, module->state_size);
+    memset(state, 0, module->state_size);
 
     module->ltab = calloc(1, sizeof(ompi_osc_ucxx_ltab_t) +
                                  OSC_UCXX.workers_cap * sizeof(ompi_osc_ucxx_link_t *));
@@ -524,14 +493,16 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     *model = MPI_WIN_UNIFIED;
     ompi_osc_ucxx_subscribe_info(win);
 
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     opal_hash_table_set_value_uint32(&OSC_UCXX.windows, module->cid, module);  /* the core */
     OSC_UCXX.num_modules++;
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 
     /* Can peers reach us one-sidedly?  Not into user memory; and if a
-     * neighbour cannot be mapped, assume no peer can (same transports). */
-    module->serve_always = !peers_map_state(module);
+     * neighbour cannot be mapped, assume no peer can (same transports).
+     * The same verdict decides the atomics policy for state words. */
+    module->state_cpu = ompi_osc_ucxx_state_policy(module);
+    module->serve_always = !module->state_cpu;
     module->serve = module->serve_always || MPI_WIN_FLAVOR_DYNAMIC == flavor ||
                     ((MPI_WIN_FLAVOR_CREATE == flavor || MPI_WIN_FLAVOR_SHARED == flavor) &&
                      size > 0);
@@ -546,10 +517,10 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     return OMPI_SUCCESS;
 
 fail_registered:
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
     OSC_UCXX.num_modules--;
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 fail:
     win->w_osc_module = NULL;
     free(view);
@@ -564,20 +535,20 @@ fail:
  * stays mapped and reachable until finalize. */
 void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective)
 {
-    if (0 != OPAL_THREAD_ADD_FETCH32(&module->refcount, -1)) {
+    if (0 != ompi_osc_ucxx_add32(&module->refcount, -1)) {
         return;
     }
     if (!collective && module->original_freed) {
-        OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+        OSC_UCXX_LOCK(&OSC_UCXX.lock);
         module->next_zombie = OSC_UCXX.zombies;
         OSC_UCXX.zombies = module;
-        OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+        OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
         return;
     }
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
     OSC_UCXX.num_modules--;
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     ompi_osc_ucxx_module_release(module);
 }
 
@@ -587,9 +558,7 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win)
     ompi_osc_ucxx_module_t *module = view->core;
     int rc;
 
-    if (view->original &&
-        (module->num_locks > 0 || (module->epoch & (OSC_UCXX_EPOCH_START | OSC_UCXX_EPOCH_POST |
-                                                    OSC_UCXX_EPOCH_LOCK_ALL)))) {
+    if (view->original && ompi_osc_ucxx_epoch_busy(module)) {
         return OMPI_ERR_RMA_SYNC;
     }
     /* Our operations complete, then nobody touches this window again.
@@ -610,160 +579,6 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win)
     return rc;
 }
 
-/* ------------------------------------------------------------------------- */
-/* Lazy per-peer setup */
-
-static int unpack_rkey(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
-                       ucp_rkey_h *rkey)
-{
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    size_t len = state ? peer->state_rkey_len : peer->data_rkey_len;
-    char *buf = module->blobs + peer->blob + (state ? peer->data_rkey_len : 0);
-
-    *rkey = NULL;
-    if (0 == len) {
-        return OMPI_SUCCESS;  /* zero-size window: nothing to reach */
-    }
-    return UCS_OK == ucp_ep_rkey_unpack(ep, buf, rkey) ? OMPI_SUCCESS : OMPI_ERROR;
-}
-
-/* The worker's row of links for this window, growing the table if needed. */
-static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
-                                       ompi_osc_ucxx_worker_t *worker)
-{
-    ompi_osc_ucxx_ltab_t *tab = module->ltab;
-
-    if (worker->index >= tab->cap) {
-        int cap = 2 * (worker->index + 1);
-        ompi_osc_ucxx_ltab_t *grown = calloc(1, sizeof(*grown) + cap * sizeof(grown->links[0]));
-        if (NULL == grown) {
-            return NULL;
-        }
-        grown->cap = cap;
-        grown->used = tab->used;
-        memcpy(grown->links, tab->links, tab->cap * sizeof(tab->links[0]));
-        grown->retired = tab;  /* readers may still hold the old table */
-        opal_atomic_wmb();
-        module->ltab = tab = grown;
-    }
-    if (NULL == tab->links[worker->index]) {
-        ompi_osc_ucxx_link_t *row = calloc(module->size + 1, sizeof(ompi_osc_ucxx_link_t));
-        if (NULL == row) return NULL;
-        row[module->size].worker = worker;  /* flushes find the worker here */
-        opal_atomic_wmb();
-        tab->links[worker->index] = row;
-        if (worker->index >= tab->used) {
-            opal_atomic_wmb();
-            tab->used = worker->index + 1;
-        }
-    }
-    return tab->links[worker->index];
-}
-
-ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
-                                                 ompi_osc_ucxx_worker_t *worker, int target)
-{
-    ompi_osc_ucxx_link_t *links, *link = NULL;
-    ucp_ep_h ep;
-
-    OPAL_THREAD_LOCK(&module->sync_lock);
-    links = links_for(module, worker);
-    if (NULL == links) {
-        goto out;
-    }
-    if (NULL != links[target].ep) {
-        link = &links[target];
-        goto out;
-    }
-    if (OMPI_SUCCESS != ompi_osc_ucxx_worker_get_ep(worker,
-                                                    ompi_comm_peer_lookup(module->comm, target),
-                                                    &ep) ||
-        OMPI_SUCCESS != unpack_rkey(module, ep, target, false, &links[target].data_rkey) ||
-        OMPI_SUCCESS != unpack_rkey(module, ep, target, true, &links[target].state_rkey)) {
-        goto out;
-    }
-    opal_atomic_wmb();
-    links[target].ep = ep;  /* published last: the fast path tests it */
-    link = &links[target];
-out:
-    OPAL_THREAD_UNLOCK(&module->sync_lock);
-    return link;
-}
-
-static char *map_direct(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
-                        uint64_t addr)
-{
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    ucp_rkey_h rkey;
-    void *ptr;
-
-    if (OMPI_SUCCESS != unpack_rkey(module, ep, target, state, &rkey) || NULL == rkey) {
-        return NULL;
-    }
-    if (UCS_OK != ucp_rkey_ptr(rkey, addr, &ptr)) {
-        ucp_rkey_destroy(rkey);
-        return NULL;
-    }
-    peer->direct_rkeys[state ? 1 : 0] = rkey;  /* the mapping lives as long as the rkey */
-    return ptr;
-}
-
-/* The peer's user memory, where its whole pages were shared at creation:
- * only [direct_lo, direct_hi) is mapped; its edges stay with UCX. */
-static void map_shared(ompi_osc_ucxx_module_t *module, int target)
-{
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    ompi_osc_ucxx_share_t share;
-    char *ptr;
-
-    if (NULL != module->shseg) {
-        /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
-        peer->direct_data = module->shseg->map + module->shseg->offsets[target];
-        return;
-    }
-    memcpy(&share, module->blobs + peer->blob + peer->data_rkey_len + peer->state_rkey_len,
-           sizeof(share));
-    ptr = ompi_osc_ucxx_share_map(ompi_comm_peer_lookup(module->comm, target), &share);
-    if (NULL != ptr) {
-        peer->direct_data = ptr - (share.lo - peer->base);  /* keeps delta = data - base */
-        peer->direct_lo = share.lo;
-        peer->direct_hi = share.hi;
-    }
-}
-
-void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
-{
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    ucp_ep_h ep;
-
-    OPAL_THREAD_LOCK(&module->sync_lock);
-    if (peer->resolved) {
-        goto out;
-    }
-    peer->direct_lo = 0;
-    peer->direct_hi = UINT64_MAX;
-    if (target == module->rank) {
-        peer->direct_data = module->base;
-        peer->direct_state = module->state;
-    } else if (OSC_UCXX.use_direct &&
-               OMPI_SUCCESS == ompi_osc_ucxx_worker_get_ep(
-                                   OSC_UCXX.main_worker,
-                                   ompi_comm_peer_lookup(module->comm, target), &ep)) {
-        peer->direct_data = map_direct(module, ep, target, false, peer->base);
-        peer->direct_state = map_direct(module, ep, target, true, peer->state);
-        if (NULL == peer->direct_data && NULL != peer->direct_state && peer->shared) {
-            map_shared(module, target);
-        }
-    }
-    OSC_UCXX_VERBOSE(20, "window %u peer %d: data %s, state %s", module->cid, target,
-                     peer->direct_data ? "mapped" : "through UCX",
-                     peer->direct_state ? "mapped" : "through UCX");
-    opal_atomic_wmb();
-    peer->resolved = true;
-out:
-    OPAL_THREAD_UNLOCK(&module->sync_lock);
-}
-
 /* MPI_Win_shared_query: a rank's segment in our mapping of the group's
  * object; MPI_PROC_NULL names the first rank with a segment. */
 int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
@@ -773,7 +588,7 @@ int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, i
     ompi_osc_ucxx_shseg_t *seg = module->shseg;
 
     if (NULL == seg) {
-        return MPI_ERR_RMA_FLAVOR;
+        return OMPI_ERR_RMA_FLAVOR;
     }
     if (MPI_PROC_NULL == rank) {
         for (rank = 0; rank < module->size - 1 && 0 == seg->sizes[rank]; ++rank) {

@@ -20,7 +20,9 @@
 #include "ompi/proc/proc.h"
 #include "ompi/runtime/mpiruntime.h"
 
-#include "osc_ucxx.h"
+#include "osc_ucxx_window.h"
+#include "osc_ucxx_am.h"
+#include "osc_ucxx_request.h"
 
 __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
 
@@ -47,9 +49,9 @@ static void *progress_thread_main(void *arg)
 static void tls_release(void *arg)
 {
     ompi_osc_ucxx_worker_t *worker = (ompi_osc_ucxx_worker_t *) arg;
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     worker->owned = false;
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
 /* Once per process, from the first window creation (which any thread may
@@ -64,11 +66,11 @@ int ompi_osc_ucxx_context_init(void)
     if (NULL != OSC_UCXX.main_worker) {
         return OMPI_SUCCESS;
     }
-    OPAL_THREAD_LOCK(&init_lock);
+    OSC_UCXX_LOCK(&init_lock);
     if (NULL == OSC_UCXX.main_worker) {
         rc = context_init_locked();
     }
-    OPAL_THREAD_UNLOCK(&init_lock);
+    OSC_UCXX_UNLOCK(&init_lock);
     return rc;
 }
 
@@ -78,6 +80,8 @@ static int context_init_locked(void)
     ucp_config_t *config;
     ucs_status_t status;
     int provided = ompi_mpi_thread_provided;
+
+    OSC_UCXX.mt = OSC_UCXX.mt || opal_using_threads() || OSC_UCXX.progress_thread;
 
     /* Worker thread mode follows the MPI thread level (and our own progress
      * thread, which shares the main worker with the application). */
@@ -233,12 +237,12 @@ static ompi_osc_ucxx_worker_t *worker_create(void)
 
     /* Progress (any thread, no lock) walks this array: it grows by copying,
      * is published before the count, and old copies live until finalize. */
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     if (OSC_UCXX.num_workers == OSC_UCXX.workers_cap) {
         int cap = OSC_UCXX.workers_cap ? 2 * OSC_UCXX.workers_cap : 8;
         ompi_osc_ucxx_worker_t **grown = calloc(cap + 1, sizeof(*grown));
         if (NULL == grown) {
-            OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+            OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
             worker_destroy(worker);
             return NULL;
         }
@@ -255,7 +259,7 @@ static ompi_osc_ucxx_worker_t *worker_create(void)
     OSC_UCXX.workers[OSC_UCXX.num_workers] = worker;
     opal_atomic_wmb();
     OSC_UCXX.num_workers++;
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     OSC_UCXX_VERBOSE(10, "created worker %d", worker->index);
     return worker;
 }
@@ -297,7 +301,7 @@ ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void)
         return OSC_UCXX.main_worker;
     }
 
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
         if (!OSC_UCXX.workers[i]->owned) {
             worker = OSC_UCXX.workers[i];
@@ -305,7 +309,7 @@ ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void)
             break;
         }
     }
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 
     if (NULL == worker) {
         worker = worker_create();
@@ -327,10 +331,10 @@ bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc)
 {
     void *value;
     int rc;
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     rc = opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, ompi_osc_ucxx_proc_key(proc),
                                           &value);
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     return OPAL_SUCCESS == rc;
 }
 
@@ -340,7 +344,7 @@ int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t le
     uint64_t key = ompi_osc_ucxx_proc_key(proc);
     int rc = OMPI_SUCCESS;
 
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, key, &value)) {
         ompi_osc_ucxx_addr_t *a = malloc(sizeof(*a) + len);
         if (NULL == a) {
@@ -351,7 +355,7 @@ int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t le
             opal_hash_table_set_value_uint64(&OSC_UCXX.peer_addrs, key, a);
         }
     }
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     return rc;
 }
 
@@ -365,15 +369,15 @@ int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *pro
     void *value;
     int rc = OMPI_SUCCESS;
 
-    OPAL_THREAD_LOCK(&worker->lock);
+    OSC_UCXX_LOCK(&worker->lock);
     if (OPAL_SUCCESS == opal_hash_table_get_value_uint64(&worker->eps, key, &value)) {
         *ep = (ucp_ep_h) value;
-        OPAL_THREAD_UNLOCK(&worker->lock);
+        OSC_UCXX_UNLOCK(&worker->lock);
         return OMPI_SUCCESS;
     }
-    OPAL_THREAD_LOCK(&OSC_UCXX.lock);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     (void) opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, key, (void **) &addr);
-    OPAL_THREAD_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     if (NULL == addr) {
         rc = OMPI_ERR_UNREACH;
         goto out;
@@ -390,7 +394,7 @@ int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *pro
     }
     opal_hash_table_set_value_uint64(&worker->eps, key, *ep);
 out:
-    OPAL_THREAD_UNLOCK(&worker->lock);
+    OSC_UCXX_UNLOCK(&worker->lock);
     return rc;
 }
 
@@ -448,32 +452,4 @@ int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req)
         return OMPI_ERROR;
     }
     return OMPI_SUCCESS;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Asking a target to serve us */
-
-/* A target on our node whose state segment we map polls its main worker
- * in its synchronization calls only while its STATE_SERVE is not zero
- * (ompi_osc_ucxx_serve).  We add 1 there before the first operation or
- * message of ours that needs its CPU and leave it: any later one may too.
- * Where we cannot map the target's state, the target serves always. */
-void ompi_osc_ucxx_want_service(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
-                                int target)
-{
-    link->asked_service = true;
-    ompi_osc_ucxx_need_service(module, target, 1);
-}
-
-/* +1 before a request the target answers, -1 once it has. */
-void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int64_t delta)
-{
-    char *state;
-    if (target == module->rank) {
-        return;  /* we serve ourselves while we wait */
-    }
-    state = ompi_osc_ucxx_direct_state(module, target);
-    if (NULL != state) {
-        opal_atomic_add_fetch_64((volatile int64_t *) (state + OSC_UCXX_STATE_SERVE), delta);
-    }
 }

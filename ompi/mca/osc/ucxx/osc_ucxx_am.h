@@ -1,0 +1,53 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Active messages (UCP AM): the path for what RDMA cannot carry
+ * (osc_ucxx_am.c has the protocol).
+ */
+
+#ifndef OMPI_OSC_UCXX_AM_H
+#define OMPI_OSC_UCXX_AM_H
+
+#include "osc_ucxx_target.h"
+
+BEGIN_C_DECLS
+
+/* Every message starts with this. */
+typedef struct {
+    uint32_t cid;      /* window communicator's context id */
+    int32_t from;      /* sender's rank in the window */
+} ompi_osc_ucxx_am_hdr_t;
+
+#define OSC_UCXX_AM_POST       1   /* MPI_Win_post notification */
+#define OSC_UCXX_AM_ACC        2   /* accumulate-family operation for the target */
+#define OSC_UCXX_AM_ACC_REPLY  3   /* its acknowledgement, with old values if fetching */
+#define OSC_UCXX_AM_REGION_REQ 4   /* dynamic windows: which region holds [lo, hi)? */
+#define OSC_UCXX_AM_REGION_REPLY 5
+#define OSC_UCXX_AM_MAX        6   /* ids registered with UCX are below this */
+#define OSC_UCXX_AM_SEND       6   /* queue only: a message to send outside a callback */
+#define OSC_UCXX_AM_KINDS      7
+
+/* Handle a message (header first in buf).  `deferred`: running from the
+ * queue, outside UCX callbacks.  OMPI_ERR_WOULD_BLOCK: queue it, retry later
+ * (later messages of the same kind for the same window queue behind it). */
+typedef int (*ompi_osc_ucxx_am_handler_fn_t)(ompi_osc_ucxx_module_t *module, int from,
+                                             void *buf, size_t len, bool deferred);
+int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker);
+void ompi_osc_ucxx_am_fini(void);
+void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handler_fn_t fn);
+/* Send `buf` (len bytes, malloc'ed, freed once sent; the first hlen bytes
+ * are the header) to `target` of the window on `worker`. */
+int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                          int target, unsigned id, void *buf, size_t hlen, size_t len);
+/* Answer `to`: directly where UCX operations may be issued, else queued. */
+int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
+                           const void *msg, size_t hlen, size_t len, bool deferred);
+int ompi_osc_ucxx_am_send_post(ompi_osc_ucxx_module_t *module, int target);
+/* Handlers of the other files, set at registration */
+void ompi_osc_ucxx_acc_am_init(void);
+void ompi_osc_ucxx_dyn_am_init(void);
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_AM_H */

@@ -1,0 +1,26 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Dynamic windows: attach/detach and the target's region table
+ * (osc_ucxx_dynamic.c; the origin's path lookup is declared with the other
+ * path code in osc_ucxx_target.h).
+ */
+
+#ifndef OMPI_OSC_UCXX_DYNAMIC_H
+#define OMPI_OSC_UCXX_DYNAMIC_H
+
+#include "osc_ucxx_target.h"
+
+BEGIN_C_DECLS
+
+int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len);
+int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base);
+/* Is [lo, hi) inside one region attached here? */
+bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi);
+void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
+void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache);
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_DYNAMIC_H */

@@ -1,0 +1,455 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Epoch bookkeeping: every field that says which targets this process may
+ * access now, in one place.
+ *
+ * State.  Each target (peer) has an access word of OSC_UCXX_TGT_* bits; an
+ * operation checks it with one load (OSC_UCXX_TGT_READY: a lock holds the
+ * target, or the access epoch in force opened it).  The window's one epoch
+ * object (module->access) says which access epoch is in force (fence,
+ * lock_all, start or none) and owns the list of targets it opened or names,
+ * so closing it touches those targets only: O(targets used), never O(P).
+ * MPI_Win_lock epochs are per target: the lock bits of its access word and
+ * the count module->nlocks.  The exposure side of PSCW is module->exposed,
+ * complete_expected and the posts that arrived.
+ *
+ * Threads (MPI_THREAD_MULTIPLE, or our progress thread):
+ *   - Access words change only by atomic read-modify-write (fetch-or,
+ *     fetch-and, compare-and-swap): different threads lock and unlock
+ *     different targets at once, and a lock claims its target with one
+ *     compare-and-swap (TGT_BUSY), so two threads can never both lock it.
+ *   - The epoch object's lock serializes opening targets (the first
+ *     operation on a target, which may wait: for the target's fence, its
+ *     shared lock, its post) and every change of kind, so that a lock and a
+ *     lock_all, start or fence never both succeed.  It is never taken on the
+ *     steady-state path.  Nothing waits for the epoch lock inside a UCX
+ *     callback: message handlers only touch the post list (post_lock).
+ *   - nlocks is an atomic counter.
+ *   - fence_open and fence_count change only in MPI_Win_fence, which MPI has
+ *     one thread call; exposed and complete_expected only in post, wait and
+ *     test, likewise.
+ *   - MPI makes it erroneous to operate on a target while another thread
+ *     closes the epoch that allows it; that is not detected.
+ */
+
+#include "ompi_config.h"
+
+#include "osc_ucxx_epoch.h"
+
+static void epoch_construct(ompi_osc_ucxx_epoch_t *e)
+{
+    OBJ_CONSTRUCT(&e->lock, opal_mutex_t);
+    e->kind = OSC_UCXX_EPOCH_NONE;
+    e->assert = 0;
+    e->ops = false;
+    e->check_fence = false;
+    e->targets = NULL;
+    e->count = e->cap = 0;
+    e->unposted = 0;
+}
+
+static void epoch_destruct(ompi_osc_ucxx_epoch_t *e)
+{
+    free(e->targets);
+    OBJ_DESTRUCT(&e->lock);
+}
+
+OBJ_CLASS_INSTANCE(ompi_osc_ucxx_epoch_t, opal_object_t, epoch_construct, epoch_destruct);
+
+static void tgt_set(ompi_osc_ucxx_peer_t *peer, int32_t bits)
+{
+    opal_atomic_fetch_or_32(&peer->access, bits);
+}
+
+static void tgt_clear(ompi_osc_ucxx_peer_t *peer, int32_t bits)
+{
+    opal_atomic_fetch_and_32(&peer->access, ~bits);
+}
+
+/* Room for one more target in the epoch's list (caller holds its lock). */
+static int reserve(ompi_osc_ucxx_epoch_t *e)
+{
+    if (e->count == e->cap) {
+        int cap = e->cap ? 2 * e->cap : 16;
+        int *grown = realloc(e->targets, cap * sizeof(int));
+        if (NULL == grown) return OMPI_ERR_OUT_OF_RESOURCE;
+        e->targets = grown;
+        e->cap = cap;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* A fence epoch in which nothing was issued may be ended by another epoch. */
+static bool unused_fence(ompi_osc_ucxx_epoch_t *e)
+{
+    return OSC_UCXX_EPOCH_FENCE == e->kind && !e->ops;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Posts (PSCW), as the origin sees them */
+
+/* From the active-message handler: `from` posted to us.  Kept in arrival
+ * order: a later post from `from` belongs to a later epoch. */
+void ompi_osc_ucxx_post_arrived(ompi_osc_ucxx_module_t *module, int from)
+{
+    OSC_UCXX_LOCK(&module->post_lock);
+    if (module->posts_seen_count == module->posts_seen_cap) {
+        int cap = module->posts_seen_cap ? 2 * module->posts_seen_cap : 16;
+        void *tmp = realloc(module->posts_seen, cap * sizeof(int));
+        if (NULL == tmp) {
+            OSC_UCXX_UNLOCK(&module->post_lock);
+            OSC_UCXX_VERBOSE(1, "out of memory recording a post from %d", from);
+            return;
+        }
+        module->posts_seen = tmp;
+        module->posts_seen_cap = cap;
+    }
+    module->posts_seen[module->posts_seen_count++] = from;
+    OSC_UCXX_UNLOCK(&module->post_lock);
+}
+
+/* Take one post from `from`, if it has arrived: a slot count ahead of what
+ * we consumed, or a recorded message.  A pair always uses the same one, but
+ * only `from` knows which, so we look at both. */
+static bool take_post(ompi_osc_ucxx_module_t *module, int from)
+{
+    bool found = false;
+
+    if (ompi_osc_ucxx_state_posts_from(module, from) > module->peers[from].posts_taken) {
+        module->peers[from].posts_taken++;
+        return true;
+    }
+    OSC_UCXX_LOCK(&module->post_lock);
+    for (int i = 0; i < module->posts_seen_count; ++i) {
+        if (module->posts_seen[i] == from) {
+            memmove(&module->posts_seen[i], &module->posts_seen[i + 1],
+                    (module->posts_seen_count - i - 1) * sizeof(int));
+            module->posts_seen_count--;
+            found = true;
+            break;
+        }
+    }
+    OSC_UCXX_UNLOCK(&module->post_lock);
+    return found;
+}
+
+/* Consume `target`'s post for this access epoch, waiting for it: until
+ * then its memory may still be in use by its previous epoch. */
+static void wait_post(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, int target)
+{
+    while (!take_post(module, target)) {
+        opal_progress();
+    }
+    e->unposted--;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Opening a target */
+
+/* Wait until `target` has called the fence that opened our epoch. */
+static int wait_fence(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    uint64_t want = module->fence_count, seen = peer->fence_seen;
+    int rc = OMPI_SUCCESS;
+
+    while (seen < want && OMPI_SUCCESS == rc) {
+        rc = ompi_osc_ucxx_state_fence_read(module, target, &seen);
+        if (seen < want) {
+            opal_progress();
+        }
+    }
+    if (OMPI_SUCCESS == rc && peer->fence_seen < seen) {
+        peer->fence_seen = seen;
+    }
+    return rc;
+}
+
+static int open_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    int rc = OMPI_SUCCESS;
+
+    switch (e->kind) {
+    case OSC_UCXX_EPOCH_FENCE:
+        e->ops = true;
+        rc = reserve(e);
+        if (OMPI_SUCCESS == rc && e->check_fence) rc = wait_fence(module, target);
+        break;
+    case OSC_UCXX_EPOCH_LOCK_ALL:
+        rc = reserve(e);
+        if (OMPI_SUCCESS == rc && !(e->assert & MPI_MODE_NOCHECK)) {
+            rc = ompi_osc_ucxx_state_lock(module, target, MPI_LOCK_SHARED);
+            if (OMPI_SUCCESS == rc) tgt_set(peer, OSC_UCXX_TGT_HELD);
+        }
+        break;
+    case OSC_UCXX_EPOCH_START:
+        if (!(peer->access & OSC_UCXX_TGT_MEMBER)) return OMPI_ERR_RMA_SYNC;
+        wait_post(module, e, target);
+        tgt_set(peer, OSC_UCXX_TGT_OPEN);
+        return OMPI_SUCCESS;  /* (the group is the list already) */
+    default:
+        return OMPI_ERR_RMA_SYNC;
+    }
+    if (OMPI_SUCCESS == rc) {
+        e->targets[e->count++] = target;
+        tgt_set(peer, OSC_UCXX_TGT_OPEN);
+    }
+    return rc;
+}
+
+int ompi_osc_ucxx_epoch_open_target(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&e->lock);
+    if (!(module->peers[target].access & OSC_UCXX_TGT_READY)) {
+        rc = open_locked(module, e, target);  /* (unless another thread just did) */
+    }
+    OSC_UCXX_UNLOCK(&e->lock);
+    if (OMPI_ERR_RMA_SYNC == rc) {
+        OSC_UCXX_VERBOSE(20, "window %u: access to %d outside an epoch", module->cid, target);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Checks for synchronization calls */
+
+bool ompi_osc_ucxx_epoch_passive(ompi_osc_ucxx_module_t *module, int target)
+{
+    if (OSC_UCXX_EPOCH_LOCK_ALL == module->access->kind) {
+        return true;
+    }
+    if (target < 0) {
+        return module->nlocks > 0;
+    }
+    return 0 != (module->peers[target].access & OSC_UCXX_TGT_LOCKED);
+}
+
+bool ompi_osc_ucxx_epoch_busy(ompi_osc_ucxx_module_t *module)
+{
+    int kind = module->access->kind;
+    return module->nlocks > 0 || module->exposed || OSC_UCXX_EPOCH_LOCK_ALL == kind ||
+           OSC_UCXX_EPOCH_START == kind;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Closing */
+
+static int end_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
+{
+    int rc = OMPI_SUCCESS;
+
+    for (int i = 0; i < e->count; ++i) {
+        ompi_osc_ucxx_peer_t *peer = &module->peers[e->targets[i]];
+        if (peer->access & OSC_UCXX_TGT_HELD) {
+            int r = ompi_osc_ucxx_state_unlock(module, e->targets[i], MPI_LOCK_SHARED);
+            if (OMPI_SUCCESS != r) rc = r;
+        }
+        tgt_clear(peer, OSC_UCXX_TGT_OPEN | OSC_UCXX_TGT_HELD | OSC_UCXX_TGT_MEMBER);
+    }
+    e->count = 0;
+    e->unposted = 0;
+    e->ops = false;
+    e->kind = OSC_UCXX_EPOCH_NONE;
+    return rc;
+}
+
+int ompi_osc_ucxx_epoch_end(ompi_osc_ucxx_module_t *module)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    int rc;
+    OSC_UCXX_LOCK(&e->lock);
+    rc = end_locked(module, e);
+    OSC_UCXX_UNLOCK(&e->lock);
+    return rc;
+}
+
+/* complete: every member's post is consumed before we add to its
+ * completion counter, which counts over all its exposure epochs. */
+int ompi_osc_ucxx_epoch_take_posts(ompi_osc_ucxx_module_t *module)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+
+    OSC_UCXX_LOCK(&e->lock);
+    for (int i = 0; e->unposted > 0 && i < e->count; ++i) {
+        ompi_osc_ucxx_peer_t *peer = &module->peers[e->targets[i]];
+        if (!(peer->access & OSC_UCXX_TGT_OPEN)) {
+            wait_post(module, e, e->targets[i]);
+            tgt_set(peer, OSC_UCXX_TGT_OPEN);
+        }
+    }
+    OSC_UCXX_UNLOCK(&e->lock);
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Opening fence, lock_all and start epochs */
+
+/* Caller holds e->lock.  An unused fence epoch gives way. */
+static int begin_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, int kind,
+                        int assert)
+{
+    if (unused_fence(e)) {
+        (void) end_locked(module, e);
+    }
+    if (OSC_UCXX_EPOCH_NONE != e->kind ||
+        (OSC_UCXX_EPOCH_FENCE != kind && module->nlocks > 0)) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    e->kind = kind;
+    e->assert = assert;
+    e->ops = false;
+    e->count = 0;
+    e->unposted = 0;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_ucxx_epoch_begin(ompi_osc_ucxx_module_t *module, int kind, int assert)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    int rc;
+    OSC_UCXX_LOCK(&e->lock);
+    rc = begin_locked(module, e, kind, assert);
+    OSC_UCXX_UNLOCK(&e->lock);
+    return rc;
+}
+
+int ompi_osc_ucxx_epoch_fence(ompi_osc_ucxx_module_t *module, bool synced)
+{
+    int rc = ompi_osc_ucxx_epoch_begin(module, OSC_UCXX_EPOCH_FENCE, 0);
+    module->access->check_fence = !synced;
+    return rc;
+}
+
+/* MPI_Win_start: the group (ranks, n; the epoch takes the array). */
+int ompi_osc_ucxx_epoch_start(ompi_osc_ucxx_module_t *module, int *ranks, int n, int assert)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    int32_t bits = OSC_UCXX_TGT_MEMBER;
+    int rc;
+
+    OSC_UCXX_LOCK(&e->lock);
+    rc = begin_locked(module, e, OSC_UCXX_EPOCH_START, assert);
+    if (OMPI_SUCCESS == rc) {
+        free(e->targets);
+        e->targets = ranks;
+        e->count = e->cap = n;
+        if (assert & MPI_MODE_NOCHECK) {
+            bits |= OSC_UCXX_TGT_OPEN;  /* posted already, the user promises */
+        } else {
+            e->unposted = n;
+        }
+        for (int i = 0; i < n; ++i) tgt_set(&module->peers[ranks[i]], bits);
+    } else {
+        free(ranks);
+    }
+    OSC_UCXX_UNLOCK(&e->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* MPI_Win_lock epochs */
+
+int ompi_osc_ucxx_epoch_lock_begin(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    int32_t old;
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&e->lock);
+    if (unused_fence(e)) {
+        (void) end_locked(module, e);
+    }
+    if (OSC_UCXX_EPOCH_NONE != e->kind) {
+        rc = OMPI_ERR_RMA_SYNC;
+    } else {
+        old = peer->access;
+        do {
+            if (old & (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_BUSY)) {
+                rc = OMPI_ERR_RMA_SYNC;  /* this process holds or is taking it */
+                break;
+            }
+        } while (!opal_atomic_compare_exchange_strong_32(&peer->access, &old,
+                                                         old | OSC_UCXX_TGT_BUSY));
+        if (OMPI_SUCCESS == rc) opal_atomic_add_fetch_32(&module->nlocks, 1);
+    }
+    OSC_UCXX_UNLOCK(&e->lock);
+    return rc;
+}
+
+void ompi_osc_ucxx_epoch_lock_done(ompi_osc_ucxx_module_t *module, int target, int type,
+                                   bool nocheck, bool ok)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    if (ok) {
+        tgt_set(peer, OSC_UCXX_TGT_LOCKED | (MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_TGT_EXCL : 0) |
+                          (nocheck ? OSC_UCXX_TGT_NOCHECK : 0));
+        tgt_clear(peer, OSC_UCXX_TGT_BUSY);
+    } else {
+        tgt_clear(peer, OSC_UCXX_TGT_BUSY);
+        opal_atomic_add_fetch_32(&module->nlocks, -1);
+    }
+}
+
+int ompi_osc_ucxx_epoch_unlock_begin(ompi_osc_ucxx_module_t *module, int target, int *type,
+                                     bool *nocheck)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    int32_t old = peer->access;
+
+    do {
+        if ((old & (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_BUSY)) != OSC_UCXX_TGT_LOCKED) {
+            return OMPI_ERR_RMA_SYNC;
+        }
+    } while (!opal_atomic_compare_exchange_strong_32(&peer->access, &old,
+                                                     old | OSC_UCXX_TGT_BUSY));
+    *type = (old & OSC_UCXX_TGT_EXCL) ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
+    *nocheck = 0 != (old & OSC_UCXX_TGT_NOCHECK);
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_ucxx_epoch_unlock_done(ompi_osc_ucxx_module_t *module, int target)
+{
+    tgt_clear(&module->peers[target], OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_EXCL |
+                                          OSC_UCXX_TGT_NOCHECK | OSC_UCXX_TGT_BUSY);
+    opal_atomic_add_fetch_32(&module->nlocks, -1);
+}
+
+/* ------------------------------------------------------------------------- */
+/* PSCW exposure */
+
+int ompi_osc_ucxx_epoch_post(ompi_osc_ucxx_module_t *module, int n)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&e->lock);
+    if (unused_fence(e)) {
+        (void) end_locked(module, e);
+    }
+    if (module->exposed || OSC_UCXX_EPOCH_FENCE == e->kind) {
+        rc = OMPI_ERR_RMA_SYNC;
+    } else {
+        module->complete_expected += n;
+        module->exposed = true;
+    }
+    OSC_UCXX_UNLOCK(&e->lock);
+    return rc;
+}
+
+/* Have all origins of our exposure epochs so far completed?  Then the
+ * exposure epoch ends. */
+bool ompi_osc_ucxx_epoch_exposure_done(ompi_osc_ucxx_module_t *module)
+{
+    if (ompi_osc_ucxx_state_completed(module) < module->complete_expected) {
+        return false;
+    }
+    module->exposed = false;
+    return true;
+}

@@ -1,0 +1,69 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * The prologue every RMA operation shares (put, get, the accumulate family,
+ * compare-and-swap; their request-based forms): (view, rank) becomes a
+ * target object once, and only that object travels further.
+ *   1. a process polling its own window keeps serving peers that reach it
+ *      through UCX emulation or messages;
+ *   2. the epoch allows this target (one load in steady state);
+ *   3. the access is inside the target's window (or memory handle);
+ * then, unless the operation turns out to move nothing,
+ *   4. the calling thread's worker (or the view's ordered one) and the path
+ *      to the target bytes: mapped, or link + rkey.
+ */
+
+#ifndef OMPI_OSC_UCXX_OP_H
+#define OMPI_OSC_UCXX_OP_H
+
+#include "osc_ucxx_epoch.h"
+
+BEGIN_C_DECLS
+
+/* Step 3 (osc_ucxx_target.c): sets t->remote, t->lo, t->hi. */
+int ompi_osc_ucxx_target_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
+                               struct ompi_datatype_t *dt);
+
+static inline int ompi_osc_ucxx_op_begin(ompi_osc_ucxx_view_t *view, int rank, ptrdiff_t disp,
+                                         int count, struct ompi_datatype_t *dt,
+                                         ompi_osc_ucxx_target_t *t)
+{
+    ompi_osc_ucxx_module_t *module = view->core;
+    int rc;
+
+    if (rank == module->rank) {
+        ompi_osc_ucxx_serve(module);
+    }
+    rc = ompi_osc_ucxx_epoch_check(module, rank);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    t->module = module;
+    t->view = view;
+    t->rank = rank;
+    t->peer = &module->peers[rank];
+    return ompi_osc_ucxx_target_range(t, disp, count, dt);
+}
+
+/* Step 4.  `whole`: every element of the access takes one path, so memory
+ * that is only partly mapped goes all through UCX (accumulates: one atomic
+ * path per element; ordered views: one ordered stream per target). */
+static inline int ompi_osc_ucxx_op_resolve(ompi_osc_ucxx_target_t *t, bool whole)
+{
+    int rc;
+
+    t->worker = ompi_osc_ucxx_view_worker(t->view);
+    if (OPAL_UNLIKELY(NULL == t->worker)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    rc = ompi_osc_ucxx_resolve(t->module, t->worker, t->rank, t->lo, t->hi, &t->path);
+    if (OPAL_UNLIKELY(t->path.partial && (whole || t->view->ordered))) {
+        t->path.mapped = false;
+    }
+    return rc;
+}
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_OP_H */

@@ -1,0 +1,342 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * The state segment (layout: ompi_osc_ucxx_state_t in osc_ucxx_types.h):
+ * every read-modify-write of one of its words, ours or a peer's, is here.
+ *
+ * Atomics policy.  A CPU atomic and a UCX atomic on the same word are not
+ * atomic with respect to each other where UCX uses device atomics (the
+ * default on InfiniBand/RoCE): a NIC's fetch-and-add can overwrite a CPU
+ * store made between its read and its write.  So each word is changed by one
+ * kind only:
+ *   - lock, fence, dyn_gen, complete: CPU atomics where every process of the
+ *     window maps every other's state segment (module->state_cpu, decided
+ *     at creation, the same on every process); UCX atomics for everybody
+ *     otherwise, the owner included (through its link to itself).  Plain
+ *     loads of a word are fine either way.
+ *   - acc_locks: CPU only.  Only processes that map the window memory take
+ *     them (the origin of an accumulate on mapped memory, or the target
+ *     applying an accumulate message); others send their accumulates to the
+ *     target (osc_ucxx_accumulate.c).
+ *   - serve, posts[i]: CPU only.  Only peers that map our state write them
+ *     (posts[i] has one writer, rank i), and we only read them.
+ *
+ * Lock word protocol: readers count in the low 32 bits, writers in the high
+ * 32.  Every step is an atomic add, release included, never a swap, so a
+ * release never wipes out a concurrent increment.  A writer adds EXCL and
+ * owns the lock if no other writer was there; it then waits for the readers
+ * inside to leave, while new readers see it and back out, so a stream of
+ * readers cannot starve a writer.
+ */
+
+#include "ompi_config.h"
+
+#include "osc_ucxx_state.h"
+
+#define STRIPE_SHIFT 6      /* stripes cover 64-byte blocks */
+
+/* Do all peers map our state segment (so that they can tell us when they
+ * need serving), and is every state word therefore reached by CPU?  A peer
+ * off the node, or a neighbour UCX cannot map, means no (same transports
+ * everywhere), and every process reaches the same verdict. */
+bool ompi_osc_ucxx_state_policy(ompi_osc_ucxx_module_t *module)
+{
+    int neighbour = (module->rank + 1) % module->size;
+
+    if (!ompi_osc_ucxx_all_on_node(module)) {
+        return false;
+    }
+    return module->size == 1 ||
+           (OSC_UCXX.use_direct && NULL != ompi_osc_ucxx_direct_state(module, neighbour));
+}
+
+/* ------------------------------------------------------------------------- */
+/* Words under the policy */
+
+static uint64_t cpu_amo(volatile uint64_t *word, ucp_atomic_op_t op, uint64_t value,
+                        uint64_t compare)
+{
+    uint64_t reply = compare;
+    switch (op) {
+    case UCP_ATOMIC_OP_ADD:
+        return __atomic_fetch_add(word, value, __ATOMIC_ACQ_REL);
+    case UCP_ATOMIC_OP_SWAP:
+        return __atomic_exchange_n(word, value, __ATOMIC_ACQ_REL);
+    default: /* UCP_ATOMIC_OP_CSWAP */
+        __atomic_compare_exchange_n(word, &reply, value, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        return reply;
+    }
+}
+
+/* A fetching UCX atomic on `target`'s state (ourselves too), waited for:
+ * completion means done at the target. */
+static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
+                   ucp_atomic_op_t op, uint64_t value, uint64_t compare, uint64_t *result)
+{
+    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
+    ompi_osc_ucxx_link_t *link = NULL == worker ? NULL
+                                                : ompi_osc_ucxx_link(module, worker, target);
+    ucp_request_param_t param;
+    uint64_t reply = 0;
+    int rc;
+
+    if (NULL == link) {
+        return OMPI_ERR_UNREACH;
+    }
+    /* CSWAP takes the compare value in `buffer` and the new one in the reply */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.datatype = ucp_dt_make_contig(sizeof(uint64_t));
+    if (UCP_ATOMIC_OP_CSWAP == op) {
+        reply = value;
+        value = compare;
+    }
+    param.reply_buffer = &reply;
+    rc = ompi_osc_ucxx_wait_request(worker,
+                                    ucp_atomic_op_nbx(link->ep, op, &value, 1,
+                                                      module->peers[target].state + offset,
+                                                      link->state_rkey, &param));
+    if (OMPI_SUCCESS == rc && NULL != result) *result = reply;
+    return rc;
+}
+
+static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_atomic_op_t op,
+               uint64_t value, uint64_t compare, uint64_t *result)
+{
+    char *state = module->state_cpu ? (char *) ompi_osc_ucxx_direct_state(module, target)
+                                    : NULL;
+    if (OPAL_LIKELY(NULL != state)) {
+        uint64_t reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
+        if (NULL != result) *result = reply;
+        return OMPI_SUCCESS;
+    }
+    return ucx_amo(module, target, offset, op, value, compare, result);
+}
+
+/* A peer's word: a load where it is mapped, else a fetching add of 0. */
+static int word_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, uint64_t *value)
+{
+    char *state = (char *) ompi_osc_ucxx_direct_state(module, target);
+    if (NULL != state) {
+        *value = __atomic_load_n((volatile uint64_t *) (state + offset), __ATOMIC_ACQUIRE);
+        return OMPI_SUCCESS;
+    }
+    return ucx_amo(module, target, offset, UCP_ATOMIC_OP_ADD, 0, 0, value);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Lock word */
+
+static int lock_add(ompi_osc_ucxx_module_t *module, int target, uint64_t delta, uint64_t *old)
+{
+    return amo(module, target, OSC_UCXX_STATE(lock), UCP_ATOMIC_OP_ADD, delta, 0, old);
+}
+
+/* Wait until no writer holds or claims the lock word. */
+static int lock_wait_no_writer(ompi_osc_ucxx_module_t *module, int target)
+{
+    uint64_t word;
+    int rc;
+    do {
+        opal_progress();  /* whoever holds it may need us to serve them */
+        rc = lock_add(module, target, 0, &word);
+    } while (OMPI_SUCCESS == rc && (word >> 32) != 0);
+    return rc;
+}
+
+int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int target, int type)
+{
+    uint64_t mine = (MPI_LOCK_EXCLUSIVE == type) ? OSC_UCXX_LOCK_EXCL : 1;
+    uint64_t old;
+    int rc;
+
+    for (;;) {
+        rc = lock_add(module, target, mine, &old);
+        if (OMPI_SUCCESS != rc) return rc;
+        if (0 == (old >> 32)) {
+            break;
+        }
+        rc = lock_add(module, target, -mine, NULL);
+        if (OMPI_SUCCESS == rc) rc = lock_wait_no_writer(module, target);
+        if (OMPI_SUCCESS != rc) return rc;
+    }
+    while (MPI_LOCK_EXCLUSIVE == type && 0 != (old & OSC_UCXX_LOCK_READERS)) {
+        opal_progress();
+        rc = lock_add(module, target, 0, &old);
+        if (OMPI_SUCCESS != rc) return rc;
+    }
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type)
+{
+    uint64_t delta = (MPI_LOCK_EXCLUSIVE == type) ? (uint64_t) -OSC_UCXX_LOCK_EXCL
+                                                  : (uint64_t) -1;
+    return lock_add(module, target, delta, NULL);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Stripe locks: CPU atomics on a mapped segment */
+
+uint32_t ompi_osc_ucxx_stripe_mask(uint64_t lo, uint64_t hi)
+{
+    uint64_t first = lo >> STRIPE_SHIFT, last = (hi - 1) >> STRIPE_SHIFT;
+    uint32_t mask = 0;
+    if (last - first >= OSC_UCXX_STRIPES) return 0xffffffffu;
+    for (uint64_t b = first; b <= last; ++b) mask |= 1u << (b % OSC_UCXX_STRIPES);
+    return mask;
+}
+
+static bool stripe_try(ompi_osc_ucxx_state_t *state, int s)
+{
+    uint64_t expected = 0;
+    return __atomic_compare_exchange_n(&state->acc_locks[s].value, &expected, 1, false,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* Stripes are taken in ascending order, so two accumulates never deadlock.
+ * The holder may need our progress (it never waits for a message while
+ * holding one, but a UCX flush of its own may need us). */
+void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
+        if (!(mask & (1u << s))) continue;
+        while (!stripe_try(state, s)) {
+            opal_progress();
+        }
+    }
+}
+
+void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
+        if (mask & (1u << s)) __atomic_store_n(&state->acc_locks[s].value, 0, __ATOMIC_RELEASE);
+    }
+}
+
+/* One attempt at each stripe, for message handlers that must not wait:
+ * all of them or none. */
+bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
+        if (!(mask & (1u << s))) continue;
+        if (!stripe_try(state, s)) {
+            ompi_osc_ucxx_stripes_unlock(state, mask & ((1u << s) - 1));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Fences */
+
+/* Our stores before the fence are done before a peer can see the count. */
+int ompi_osc_ucxx_state_fence_publish(ompi_osc_ucxx_module_t *module, uint64_t count)
+{
+    if (module->state_cpu) {
+        __atomic_store_n(&module->state->fence.value, count, __ATOMIC_RELEASE);
+        return OMPI_SUCCESS;
+    }
+    opal_atomic_wmb();
+    return ucx_amo(module, module->rank, OSC_UCXX_STATE(fence), UCP_ATOMIC_OP_SWAP, count, 0,
+                   NULL);
+}
+
+int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, uint64_t *count)
+{
+    if (module->state_cpu || target != module->rank) {
+        return word_read(module, target, OSC_UCXX_STATE(fence), count);
+    }
+    *count = __atomic_load_n(&module->state->fence.value, __ATOMIC_ACQUIRE);
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------- */
+/* PSCW */
+
+/* Do we post to `origin` through our slot in its state segment?  Only
+ * `origin`'s own view decides how it looks for our posts, and it looks at
+ * both the slot and the message list, so either way arrives. */
+bool ompi_osc_ucxx_state_post_by_slot(ompi_osc_ucxx_module_t *module, int origin)
+{
+    return module->rank < OSC_UCXX_POST_SLOTS && origin != module->rank &&
+           NULL != ompi_osc_ucxx_direct_state(module, origin);
+}
+
+int ompi_osc_ucxx_state_post(ompi_osc_ucxx_module_t *module, int origin)
+{
+    ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(module, origin);
+    __atomic_fetch_add(&state->posts[module->rank], 1, __ATOMIC_ACQ_REL);
+    return OMPI_SUCCESS;
+}
+
+uint64_t ompi_osc_ucxx_state_posts_from(ompi_osc_ucxx_module_t *module, int from)
+{
+    if (from >= OSC_UCXX_POST_SLOTS) return 0;
+    return __atomic_load_n(&module->state->posts[from], __ATOMIC_ACQUIRE);
+}
+
+int ompi_osc_ucxx_state_complete_add(ompi_osc_ucxx_module_t *module, int target)
+{
+    return amo(module, target, OSC_UCXX_STATE(complete), UCP_ATOMIC_OP_ADD, 1, 0, NULL);
+}
+
+uint64_t ompi_osc_ucxx_state_completed(ompi_osc_ucxx_module_t *module)
+{
+    return __atomic_load_n(&module->state->complete.value, __ATOMIC_ACQUIRE);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Dynamic windows' detach generation */
+
+int ompi_osc_ucxx_state_gen_bump(ompi_osc_ucxx_module_t *module)
+{
+    return amo(module, module->rank, OSC_UCXX_STATE(dyn_gen), UCP_ATOMIC_OP_ADD, 1, 0, NULL);
+}
+
+uint64_t ompi_osc_ucxx_state_gen_local(ompi_osc_ucxx_module_t *module)
+{
+    return __atomic_load_n(&module->state->dyn_gen.value, __ATOMIC_ACQUIRE);
+}
+
+int ompi_osc_ucxx_state_gen_read(ompi_osc_ucxx_module_t *module, int target, uint64_t *gen)
+{
+    return word_read(module, target, OSC_UCXX_STATE(dyn_gen), gen);
+}
+
+/* The word itself where it is mapped here (for plain loads), else NULL. */
+const volatile uint64_t *ompi_osc_ucxx_state_gen_word(ompi_osc_ucxx_module_t *module,
+                                                      int target)
+{
+    ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(module, target);
+    return NULL == state ? NULL : &state->dyn_gen.value;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Asking a target to serve us */
+
+/* A target on our node whose state segment we map polls its main worker
+ * in its synchronization calls only while its serve word is not zero
+ * (ompi_osc_ucxx_serve).  We add 1 there before the first operation or
+ * message of ours that needs its CPU and leave it: any later one may too.
+ * Where we cannot map the target's state, the target serves always. */
+void ompi_osc_ucxx_want_service(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
+                                int target)
+{
+    link->asked_service = true;
+    ompi_osc_ucxx_need_service(module, target, 1);
+}
+
+void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int64_t delta)
+{
+    ompi_osc_ucxx_state_t *state;
+    if (target == module->rank) {
+        return;  /* we serve ourselves while we wait */
+    }
+    state = ompi_osc_ucxx_direct_state(module, target);
+    if (NULL != state) {
+        __atomic_fetch_add(&state->serve.value, delta, __ATOMIC_ACQ_REL);
+    }
+}

@@ -1,0 +1,68 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * osc/ucxx, fifth layer: every operation on a state-segment word, ours or a
+ * peer's (osc_ucxx_state.c has the protocol and the atomics policy).
+ */
+
+#ifndef OMPI_OSC_UCXX_STATE_H
+#define OMPI_OSC_UCXX_STATE_H
+
+#include "osc_ucxx_target.h"
+
+BEGIN_C_DECLS
+
+/* Decided once per window, the same on every process (window.c). */
+bool ompi_osc_ucxx_state_policy(ompi_osc_ucxx_module_t *module);
+
+/* Passive-target lock word of `target` (type MPI_LOCK_SHARED/EXCLUSIVE). */
+int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int target, int type);
+int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type);
+
+/* Accumulate stripe locks on a state segment mapped here (ours or a
+ * peer's), for window bytes [lo, hi) as offsets from the window's base. */
+uint32_t ompi_osc_ucxx_stripe_mask(uint64_t lo, uint64_t hi);
+void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask);
+bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask);
+void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask);
+
+/* Fences: publish how many we have called; read a target's count. */
+int ompi_osc_ucxx_state_fence_publish(ompi_osc_ucxx_module_t *module, uint64_t count);
+int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, uint64_t *count);
+
+/* PSCW: posts through per-origin slots where the origin maps our state;
+ * completions counted in the target's complete word. */
+bool ompi_osc_ucxx_state_post_by_slot(ompi_osc_ucxx_module_t *module, int origin);
+int ompi_osc_ucxx_state_post(ompi_osc_ucxx_module_t *module, int origin);
+uint64_t ompi_osc_ucxx_state_posts_from(ompi_osc_ucxx_module_t *module, int from);
+int ompi_osc_ucxx_state_complete_add(ompi_osc_ucxx_module_t *module, int target);
+uint64_t ompi_osc_ucxx_state_completed(ompi_osc_ucxx_module_t *module);
+
+/* Dynamic windows: detaches so far (ours: bump, local read; a peer's). */
+int ompi_osc_ucxx_state_gen_bump(ompi_osc_ucxx_module_t *module);
+uint64_t ompi_osc_ucxx_state_gen_local(ompi_osc_ucxx_module_t *module);
+int ompi_osc_ucxx_state_gen_read(ompi_osc_ucxx_module_t *module, int target, uint64_t *gen);
+const volatile uint64_t *ompi_osc_ucxx_state_gen_word(ompi_osc_ucxx_module_t *module,
+                                                      int target);
+
+/* Service: +1 (for good) or +1 then -1 around a request, in the target's
+ * serve word, before we need its CPU. */
+void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int64_t delta);
+
+/* Called by every synchronization call: where peers' operations on this
+ * window are emulated by UCX or carried by active messages (both handled on
+ * our main worker), a process that only synchronizes locally must still
+ * serve them.  Peers that map our state segment say when they need that
+ * (the serve word), so that windows nobody emulates on skip the polling. */
+static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
+{
+    if (module->serve && (module->serve_always || 0 != module->state->serve.value)) {
+        ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+        ompi_osc_ucxx_am_drain();
+    }
+}
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_STATE_H */

@@ -1,0 +1,261 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Lazy per-peer setup: a worker's link to a peer (endpoint, unpacked rkeys)
+ * on its first operation there, and the peer's memory and state segment
+ * mapped into ours (ucp_rkey_ptr, or the peer's shared user pages) on the
+ * first use of the peer.  Both are published with a write barrier before the
+ * flag the inline fast paths in osc_ucxx_target.h test, and made under the
+ * core's setup_lock, so racing threads make them once.  Also the range
+ * check of one access, step 3 of the operation prologue (osc_ucxx_op.h).
+ */
+
+#include "ompi_config.h"
+
+#include "ompi/datatype/ompi_datatype.h"
+
+#include "osc_ucxx_op.h"
+#include "osc_ucxx_share.h"
+#include "osc_ucxx_dynamic.h"
+
+static int unpack_rkey(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
+                       ucp_rkey_h *rkey)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    size_t len = state ? peer->state_rkey_len : peer->data_rkey_len;
+    char *buf = module->blobs + peer->blob + (state ? peer->data_rkey_len : 0);
+
+    *rkey = NULL;
+    if (0 == len) {
+        return OMPI_SUCCESS;  /* zero-size window: nothing to reach */
+    }
+    return UCS_OK == ucp_ep_rkey_unpack(ep, buf, rkey) ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
+/* The worker's row of links for this window, growing the table if needed. */
+static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
+                                       ompi_osc_ucxx_worker_t *worker)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+
+    if (worker->index >= tab->cap) {
+        int cap = 2 * (worker->index + 1);
+        ompi_osc_ucxx_ltab_t *grown = calloc(1, sizeof(*grown) + cap * sizeof(grown->links[0]));
+        if (NULL == grown) {
+            return NULL;
+        }
+        grown->cap = cap;
+        grown->used = tab->used;
+        memcpy(grown->links, tab->links, tab->cap * sizeof(tab->links[0]));
+        grown->retired = tab;  /* readers may still hold the old table */
+        opal_atomic_wmb();
+        module->ltab = tab = grown;
+    }
+    if (NULL == tab->links[worker->index]) {
+        ompi_osc_ucxx_link_t *row = calloc(module->size + 1, sizeof(ompi_osc_ucxx_link_t));
+        if (NULL == row) return NULL;
+        row[module->size].worker = worker;  /* flushes find the worker here */
+        opal_atomic_wmb();
+        tab->links[worker->index] = row;
+        if (worker->index >= tab->used) {
+            opal_atomic_wmb();
+            tab->used = worker->index + 1;
+        }
+    }
+    return tab->links[worker->index];
+}
+
+ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
+                                                 ompi_osc_ucxx_worker_t *worker, int target)
+{
+    ompi_osc_ucxx_link_t *links, *link = NULL;
+    ucp_ep_h ep;
+
+    OSC_UCXX_LOCK(&module->setup_lock);
+    links = links_for(module, worker);
+    if (NULL == links) {
+        goto out;
+    }
+    if (NULL != links[target].ep) {
+        link = &links[target];
+        goto out;
+    }
+    if (OMPI_SUCCESS != ompi_osc_ucxx_worker_get_ep(worker,
+                                                    ompi_comm_peer_lookup(module->comm, target),
+                                                    &ep) ||
+        OMPI_SUCCESS != unpack_rkey(module, ep, target, false, &links[target].data_rkey) ||
+        OMPI_SUCCESS != unpack_rkey(module, ep, target, true, &links[target].state_rkey)) {
+        goto out;
+    }
+    opal_atomic_wmb();
+    links[target].ep = ep;  /* published last: the fast path tests it */
+    link = &links[target];
+out:
+    OSC_UCXX_UNLOCK(&module->setup_lock);
+    return link;
+}
+
+/* Every link's rkeys and caches, and the tables (window teardown). */
+void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab, *next;
+
+    for (int w = 0; NULL != tab && w < tab->cap; ++w) {
+        ompi_osc_ucxx_link_t *links = tab->links[w];
+        if (NULL == links) continue;
+        for (int i = 0; i < module->size; ++i) {
+            if (links[i].data_rkey) ucp_rkey_destroy(links[i].data_rkey);
+            if (links[i].state_rkey) ucp_rkey_destroy(links[i].state_rkey);
+            ompi_osc_ucxx_dyn_cache_free(links[i].dyn);
+        }
+        free(links);
+    }
+    for (; NULL != tab; tab = next) {
+        next = tab->retired;
+        free(tab);
+    }
+    module->ltab = NULL;
+    for (int i = 0; NULL != module->peers && i < module->size; ++i) {
+        for (int k = 0; k < 2; ++k) {
+            if (module->peers[i].direct_rkeys[k]) {
+                ucp_rkey_destroy(module->peers[i].direct_rkeys[k]);
+            }
+        }
+    }
+}
+
+static void *map_direct(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
+                        uint64_t addr)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ucp_rkey_h rkey;
+    void *ptr;
+
+    if (OMPI_SUCCESS != unpack_rkey(module, ep, target, state, &rkey) || NULL == rkey) {
+        return NULL;
+    }
+    if (UCS_OK != ucp_rkey_ptr(rkey, addr, &ptr)) {
+        ucp_rkey_destroy(rkey);
+        return NULL;
+    }
+    peer->direct_rkeys[state ? 1 : 0] = rkey;  /* the mapping lives as long as the rkey */
+    return ptr;
+}
+
+/* The peer's user memory, where its whole pages were shared at creation:
+ * only [direct_lo, direct_hi) is mapped; its edges stay with UCX. */
+static void map_shared(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ompi_osc_ucxx_share_t share;
+    char *ptr;
+
+    if (NULL != module->shseg) {
+        /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
+        peer->direct_data = module->shseg->map + module->shseg->offsets[target];
+        return;
+    }
+    memcpy(&share, module->blobs + peer->blob + peer->data_rkey_len + peer->state_rkey_len,
+           sizeof(share));
+    ptr = ompi_osc_ucxx_share_map(ompi_comm_peer_lookup(module->comm, target), &share);
+    if (NULL != ptr) {
+        peer->direct_data = ptr - (share.lo - peer->base);  /* keeps delta = data - base */
+        peer->direct_lo = share.lo;
+        peer->direct_hi = share.hi;
+    }
+}
+
+void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ucp_ep_h ep;
+
+    OSC_UCXX_LOCK(&module->setup_lock);
+    if (peer->resolved) {
+        goto out;
+    }
+    peer->direct_lo = 0;
+    peer->direct_hi = UINT64_MAX;
+    if (target == module->rank) {
+        peer->direct_data = module->base;
+        peer->direct_state = module->state;
+    } else if (OSC_UCXX.use_direct &&
+               OMPI_SUCCESS == ompi_osc_ucxx_worker_get_ep(
+                                   OSC_UCXX.main_worker,
+                                   ompi_comm_peer_lookup(module->comm, target), &ep)) {
+        peer->direct_data = map_direct(module, ep, target, false, peer->base);
+        peer->direct_state = map_direct(module, ep, target, true, peer->state);
+        if (NULL == peer->direct_data && NULL != peer->direct_state && peer->shared) {
+            map_shared(module, target);
+        }
+    }
+    OSC_UCXX_VERBOSE(20, "window %u peer %d: data %s, state %s", module->cid, target,
+                     peer->direct_data ? "mapped" : "through UCX",
+                     peer->direct_state ? "mapped" : "through UCX");
+    opal_atomic_wmb();
+    peer->resolved = true;
+out:
+    OSC_UCXX_UNLOCK(&module->setup_lock);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Range of one access */
+
+/* Is [disp, disp + count elements of dt) inside the target's window?  Sets
+ * the remote address of displacement `disp` and the remote bytes the access
+ * touches, [lo, hi).  Dynamic windows are checked against the attached
+ * regions when the path is resolved. */
+static int window_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
+                        struct ompi_datatype_t *dt)
+{
+    ompi_osc_ucxx_peer_t *peer = t->peer;
+    ptrdiff_t lb, extent, true_lb, true_extent, first, end, offset;
+
+    offset = disp * (ptrdiff_t) peer->disp_unit;
+    t->remote = peer->base + offset;
+    t->lo = t->hi = t->remote;
+    if (0 == count) {
+        return OMPI_SUCCESS;
+    }
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
+    first = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
+    end = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
+    t->lo = peer->base + first;
+    t->hi = peer->base + end;
+    if (MPI_WIN_FLAVOR_DYNAMIC == t->module->flavor) {
+        return OMPI_SUCCESS;
+    }
+    if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) peer->size)) {
+        OSC_UCXX_VERBOSE(20, "window %u: access [%td, %td) outside rank %d's %" PRIu64
+                         " bytes", t->module->cid, first, end, t->rank, peer->size);
+        return OMPI_ERR_RMA_RANGE;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* A memory-handle view names one target and counts displacements from the
+ * handle's base, within the handle's size. */
+int ompi_osc_ucxx_target_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
+                               struct ompi_datatype_t *dt)
+{
+    ompi_osc_ucxx_view_t *view = t->view;
+    int rc;
+
+    if (OPAL_LIKELY(!view->memhandle)) {
+        return window_range(t, disp, count, dt);
+    }
+    if (t->rank != view->mh_target) {
+        return MPI_ERR_RANK;
+    }
+    if (disp < 0) {
+        return OMPI_ERR_RMA_RANGE;
+    }
+    rc = window_range(t, (ptrdiff_t) view->mh_base + disp * view->mh_disp_unit, count, dt);
+    if (OMPI_SUCCESS == rc && count > 0 &&
+        (t->lo < view->mh_base || t->hi > view->mh_base + view->mh_size)) {
+        rc = OMPI_ERR_RMA_RANGE;
+    }
+    return rc;
+}

@@ -1,0 +1,249 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * osc/ucxx, fourth layer: what this process knows about each peer of a
+ * window, and how an operation reaches the peer's memory.
+ *
+ *   peer    - what the peer published at window creation, its memory and
+ *             state mapped into ours where UCX can (ucp_rkey_ptr: shared
+ *             memory on a node), and the epoch state for that target.
+ *   link    - (worker, window, peer): endpoint + unpacked rkeys + flush
+ *             counters, created lazily on first use, so nothing is O(P)
+ *             until the peers are really used.
+ *   path    - how one access reaches the target bytes: a mapping (loads,
+ *             stores and CPU atomics at remote address + delta) or a link.
+ *   target  - all of the above for one operation: (view, rank) resolved once
+ *             at the top of every operation (osc_ucxx_op.h), after which
+ *             only the target object travels.
+ * Lazy setup (links, mappings) is in osc_ucxx_target.c.
+ */
+
+#ifndef OMPI_OSC_UCXX_TARGET_H
+#define OMPI_OSC_UCXX_TARGET_H
+
+#include "osc_ucxx_window.h"
+
+BEGIN_C_DECLS
+
+struct ompi_osc_ucxx_peer_t {
+    /* Published at creation */
+    uint64_t base;           /* remote virtual address of the window memory */
+    uint64_t size;           /* window size in bytes */
+    uint64_t state;          /* remote address of the state segment */
+    int32_t disp_unit;
+    uint32_t blob;           /* offset of this peer's packed rkeys in module->blobs */
+    uint32_t data_rkey_len;
+    uint32_t state_rkey_len;
+    bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
+    /* Direct mappings, resolved on first use of the peer; NULL where UCX
+     * cannot map (user memory, no shared-memory transport).  direct_data
+     * covers [direct_lo, direct_hi) (everything unless shared). */
+    volatile bool resolved;
+    uint64_t direct_lo, direct_hi;
+    char *direct_data;
+    ompi_osc_ucxx_state_t *direct_state;
+    ucp_rkey_h direct_rkeys[2];
+    /* Epoch state for this target (osc_ucxx_epoch.c) */
+    volatile int32_t access;       /* OSC_UCXX_TGT_* */
+    volatile uint64_t fence_seen;  /* the peer has called this many fences */
+    uint64_t posts_taken;          /* PSCW: its slot posts we have consumed */
+};
+
+struct ompi_osc_ucxx_link_t {
+    ucp_ep_h ep;
+    ucp_rkey_h data_rkey;
+    ucp_rkey_h state_rkey;
+    /* UCX operations issued on the link, and how many of them a completed
+     * flush covered: a flush may skip the link only when they are equal
+     * (another thread's flush in progress does not count). */
+    volatile int64_t issued;
+    volatile int64_t flushed;
+    ompi_osc_ucxx_worker_t *worker;   /* set in a row's summary entry */
+    ompi_osc_ucxx_dyncache_t *dyn;    /* dynamic windows: the target's regions */
+    bool asked_service;     /* we counted ourselves in the target's serve word */
+};
+
+/* Per-worker link rows of one window, indexed by worker index.  Grows by
+ * replacement (readers never take a lock); old tables are kept until free.
+ * Each row has size + 1 entries: the last one summarizes the row. */
+struct ompi_osc_ucxx_ltab_t {
+    ompi_osc_ucxx_ltab_t *retired;
+    int cap;
+    volatile int used;       /* rows [used, cap) are all NULL */
+    ompi_osc_ucxx_link_t *links[];
+};
+
+/* Dynamic windows: an origin's cache of a target's regions, valid for one
+ * generation of the target (osc_ucxx_dynamic.c). */
+struct ompi_osc_ucxx_dyncache_t {
+    uint64_t gen;
+    /* The mapped range used last, [hot_lo, hot_hi), checked before anything
+     * else while the target's generation (*gen_word, its state segment
+     * mapped here) still equals gen; empty when hot_lo > hot_hi. */
+    uint64_t hot_lo, hot_hi;
+    intptr_t hot_delta;
+    bool hot_partial;
+    ucp_rkey_h hot_rkey;
+    const volatile uint64_t *gen_word;
+    int count, cap;
+    struct ompi_osc_ucxx_dynentry_t {
+        uint64_t base, len;
+        ucp_rkey_h rkey;
+        char *direct;        /* [dlo, dhi) mapped here (shared user memory), or NULL */
+        uint64_t dlo, dhi;
+    } *entries;
+};
+
+/* How one operation reaches its target bytes. */
+typedef struct {
+    bool mapped;
+    /* Mapped, but only part of the target's window or region is (shared user
+     * memory keeps private edges): link and rkey are set too, and the
+     * accumulates take them, so that every atomic on an element goes the
+     * same way whatever range the operation covers. */
+    bool partial;
+    intptr_t delta;
+    ompi_osc_ucxx_link_t *link;
+    ucp_rkey_h rkey;
+} ompi_osc_ucxx_path_t;
+
+/* One operation's target, resolved once (osc_ucxx_op.h). */
+struct ompi_osc_ucxx_target_t {
+    ompi_osc_ucxx_module_t *module;
+    ompi_osc_ucxx_view_t *view;
+    ompi_osc_ucxx_worker_t *worker;
+    ompi_osc_ucxx_peer_t *peer;
+    int rank;
+    uint64_t remote;         /* remote address of the target displacement */
+    uint64_t lo, hi;         /* the remote bytes the access touches */
+    ompi_osc_ucxx_path_t path;
+};
+
+/* Lazy setup (osc_ucxx_target.c) */
+ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
+                                                 ompi_osc_ucxx_worker_t *worker, int target);
+void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target);
+void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module);
+/* Dynamic windows: the path to [lo, hi) at the target (osc_ucxx_dynamic.c) */
+int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                              int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path);
+
+/* The link for (worker, module, target); NULL if it cannot be made. */
+static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *module,
+                                                       ompi_osc_ucxx_worker_t *worker,
+                                                       int target)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+    if (OPAL_LIKELY(worker->index < tab->cap && NULL != tab->links[worker->index])) {
+        ompi_osc_ucxx_link_t *link = &tab->links[worker->index][target];
+        if (OPAL_LIKELY(NULL != link->ep)) {
+            return link;
+        }
+    }
+    return ompi_osc_ucxx_link_resolve(module, worker, target);
+}
+
+/* The peer's window memory mapped into ours, or NULL.  Resolved once per
+ * (window, peer). */
+static inline char *ompi_osc_ucxx_direct(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    if (OPAL_UNLIKELY(!peer->resolved)) {
+        ompi_osc_ucxx_peer_resolve_direct(module, target);
+    }
+    return peer->direct_data;
+}
+
+/* The peer's state segment mapped into ours, or NULL. */
+static inline ompi_osc_ucxx_state_t *ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module,
+                                                                 int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    if (OPAL_UNLIKELY(!peer->resolved)) {
+        ompi_osc_ucxx_peer_resolve_direct(module, target);
+    }
+    return peer->direct_state;
+}
+
+/* Is all of the peer's window memory mapped here? */
+static inline bool ompi_osc_ucxx_fully_mapped(ompi_osc_ucxx_module_t *module, int target)
+{
+    return NULL != ompi_osc_ucxx_direct(module, target) &&
+           UINT64_MAX == module->peers[target].direct_hi;
+}
+
+/* Resolve the path to the target bytes [lo, hi) (remote addresses). */
+static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
+                                        ompi_osc_ucxx_worker_t *worker, int target,
+                                        uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    char *direct;
+
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        /* (our own regions need no link: dyn_resolve checks them directly) */
+        ompi_osc_ucxx_link_t *link =
+            target == module->rank ? NULL : ompi_osc_ucxx_link(module, worker, target);
+        ompi_osc_ucxx_dyncache_t *c = NULL == link ? NULL : link->dyn;
+        if (OPAL_LIKELY(NULL != c && lo >= c->hot_lo && hi <= c->hot_hi &&
+                        *c->gen_word == c->gen)) {
+            /* the region used last, still attached: as fast as allocated */
+            path->mapped = true;
+            path->partial = c->hot_partial;
+            path->delta = c->hot_delta;
+            path->link = link;
+            path->rkey = c->hot_rkey;
+            return OMPI_SUCCESS;
+        }
+        return ompi_osc_ucxx_dyn_resolve(module, worker, target, lo, hi, path);
+    }
+    direct = ompi_osc_ucxx_direct(module, target);
+    path->partial = false;
+    if (OPAL_LIKELY(NULL != direct && lo >= peer->direct_lo && hi <= peer->direct_hi)) {
+        path->mapped = true;
+        path->delta = (intptr_t) direct - (intptr_t) peer->base;
+        if (OPAL_LIKELY(UINT64_MAX == peer->direct_hi)) {
+            return OMPI_SUCCESS;
+        }
+        path->partial = true;
+    } else {
+        path->mapped = false;
+    }
+    path->link = ompi_osc_ucxx_link(module, worker, target);
+    if (OPAL_UNLIKELY(NULL == path->link)) {
+        return OMPI_ERR_UNREACH;
+    }
+    path->rkey = path->link->data_rkey;
+    return OMPI_SUCCESS;
+}
+
+/* Count ourselves in the target's serve word (where we map it) before we
+ * need its CPU (osc_ucxx_state.c). */
+void ompi_osc_ucxx_want_service(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
+                                int target);
+
+/* Before (or right after) an operation the target's CPU may have to serve:
+ * emulated RMA on user memory, an active message. */
+static inline void ompi_osc_ucxx_link_ask(ompi_osc_ucxx_module_t *module,
+                                          ompi_osc_ucxx_link_t *link, int target)
+{
+    if (OPAL_UNLIKELY(!link->asked_service)) {
+        ompi_osc_ucxx_want_service(module, link, target);
+    }
+}
+
+/* Count a UCX operation on a link for the next flush: after it is posted,
+ * so a flush that sees the count also covers the operation.  The row's
+ * summary entry ([size]) counts too. */
+static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
+                                            ompi_osc_ucxx_link_t *link, int target)
+{
+    ompi_osc_ucxx_add64(&link->issued, 1);
+    ompi_osc_ucxx_add64(&link[module->size - target].issued, 1);
+    ompi_osc_ucxx_link_ask(module, link, target);
+}
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_TARGET_H */

@@ -1,0 +1,225 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * osc/ucxx, bottom layer: the component, the names of every object, the
+ * state segment's layout, and the conventions the other files follow.
+ *
+ * Headers build on each other in this order, and no header includes one
+ * above it:
+ *   osc_ucxx_types.h    this file
+ *   osc_ucxx_worker.h   UCP context, per-thread workers, endpoints, progress
+ *   osc_ucxx_window.h   the window core (memory, peers, epochs) and its views
+ *   osc_ucxx_target.h   per-peer state, links, the path to target memory, and
+ *                       the target object every operation resolves first
+ *   osc_ucxx_state.h    every operation on a state-segment word (locks,
+ *                       counters) and the CPU-vs-UCX atomics policy
+ *   osc_ucxx_epoch.h    access epochs: which targets an operation may reach
+ *   then the concerns that use them: osc_ucxx_request.h, osc_ucxx_am.h,
+ *   osc_ucxx_dynamic.h, osc_ucxx_share.h, osc_ucxx_dt.h, and osc_ucxx.h (the
+ *   osc entry points the module table names).
+ *
+ * Error codes: functions return OMPI_SUCCESS or an OMPI_ERR_* code where
+ * Open MPI has one for the class (RMA_SYNC, RMA_RANGE, RMA_ATTACH,
+ * RMA_SHARED, RMA_FLAVOR, WIN, OUT_OF_RESOURCE, UNREACH, ...), and the
+ * MPI_ERR_* class itself for the classes it has none for (MPI_ERR_RANK,
+ * MPI_ERR_TYPE, MPI_ERR_OP, MPI_ERR_ASSERT, MPI_ERR_GROUP, MPI_ERR_BASE,
+ * MPI_ERR_ARG, MPI_ERR_SIZE, MPI_ERR_DISP).  Open MPI's bindings turn both
+ * into the MPI class the window's error handler sees.
+ *
+ * Threads: more than one thread may run inside the component under
+ * MPI_THREAD_MULTIPLE, and also at any thread level when our progress
+ * thread runs (it handles active messages while the application is in MPI).
+ * Open MPI's OPAL_THREAD_* macros do nothing below MPI_THREAD_MULTIPLE, so
+ * the component uses its own, which follow OSC_UCXX.mt.
+ */
+
+#ifndef OMPI_OSC_UCXX_TYPES_H
+#define OMPI_OSC_UCXX_TYPES_H
+
+#include "ompi_config.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <ucp/api/ucp.h>
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_hash_table.h"
+#include "opal/class/opal_object.h"
+#include "opal/threads/mutex.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/osc/base/base.h"
+#include "ompi/mca/osc/osc.h"
+
+BEGIN_C_DECLS
+
+/* Every object, by name (defined in the layer that owns it). */
+typedef struct ompi_osc_ucxx_worker_t ompi_osc_ucxx_worker_t;     /* worker.h */
+typedef struct ompi_osc_ucxx_module_t ompi_osc_ucxx_module_t;     /* window.h: the core */
+typedef struct ompi_osc_ucxx_view_t ompi_osc_ucxx_view_t;         /* window.h: a handle */
+typedef struct ompi_osc_ucxx_peer_t ompi_osc_ucxx_peer_t;         /* target.h */
+typedef struct ompi_osc_ucxx_link_t ompi_osc_ucxx_link_t;         /* target.h */
+typedef struct ompi_osc_ucxx_ltab_t ompi_osc_ucxx_ltab_t;         /* target.h */
+typedef struct ompi_osc_ucxx_dyncache_t ompi_osc_ucxx_dyncache_t; /* target.h */
+typedef struct ompi_osc_ucxx_target_t ompi_osc_ucxx_target_t;     /* target.h */
+typedef struct ompi_osc_ucxx_epoch_t ompi_osc_ucxx_epoch_t;       /* epoch.h */
+typedef struct ompi_osc_ucxx_request_t ompi_osc_ucxx_request_t;   /* request.h */
+typedef struct ompi_osc_ucxx_shseg_t ompi_osc_ucxx_shseg_t;       /* share.h */
+
+/* ------------------------------------------------------------------------- */
+/* Component                                                                 */
+
+typedef struct ompi_osc_ucxx_component_t {
+    ompi_osc_base_component_t super;
+
+    /* MCA parameters */
+    int priority;
+    int verbose;
+    bool use_direct;          /* load/store/CPU atomics through ucp_rkey_ptr */
+    bool per_thread_workers;  /* one worker per thread under MPI_THREAD_MULTIPLE */
+    int post_poll_interval;   /* wait loops: ucp progress calls per opal_progress */
+    int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
+    bool progress_thread;     /* serve peers from a thread of our own */
+    int progress_interval_us; /* its sleep when there was nothing to do */
+    bool share_user;          /* move attached user memory onto shared memory */
+    unsigned long share_max;  /* ... up to this many bytes per attachment */
+    pthread_t progress_tid;
+    volatile bool progress_stop;
+    bool progress_running;
+
+    int output;               /* opal_output stream for verbose diagnostics */
+    bool enable_mpi_threads;
+    bool mt;                  /* several threads may be inside the component */
+    ucs_thread_mode_t thread_mode;
+
+    /* Created on the first window, destroyed at finalize */
+    ucp_context_h context;
+    opal_mutex_t lock;        /* workers, peer addresses, window table */
+    ompi_osc_ucxx_worker_t *main_worker;     /* the worker peers connect to */
+    ompi_osc_ucxx_worker_t **volatile workers;  /* every worker, by index */
+    volatile int num_workers;
+    int workers_cap;
+    pthread_key_t tls_key;    /* returns a dead thread's worker to the pool */
+    bool tls_key_created;
+    opal_hash_table_t peer_addrs;  /* proc name -> ompi_osc_ucxx_addr_t */
+    opal_hash_table_t windows;     /* communicator id -> core */
+    ompi_osc_ucxx_module_t *zombies;  /* kept until finalize (see core_release) */
+    opal_free_list_t requests;
+    bool progress_registered;
+    int num_modules;
+} ompi_osc_ucxx_component_t;
+
+OMPI_DECLSPEC extern ompi_osc_ucxx_component_t mca_osc_ucxx_component;
+#define OSC_UCXX (mca_osc_ucxx_component)
+
+/* Checked here first: the fast paths must not pay a call when quiet. */
+#define OSC_UCXX_VERBOSE(level, ...)                                          \
+    do {                                                                      \
+        if (OPAL_UNLIKELY(mca_osc_ucxx_component.verbose >= (level))) {       \
+            opal_output_verbose(level, mca_osc_ucxx_component.output,         \
+                                "osc/ucxx: " __VA_ARGS__);                    \
+        }                                                                     \
+    } while (0)
+
+/* Locks and counters shared between threads (see "Threads" above). */
+#define OSC_UCXX_LOCK(m)                                                      \
+    do {                                                                      \
+        if (OSC_UCXX.mt) opal_mutex_lock(m);                                  \
+    } while (0)
+#define OSC_UCXX_UNLOCK(m)                                                    \
+    do {                                                                      \
+        if (OSC_UCXX.mt) opal_mutex_unlock(m);                                \
+    } while (0)
+
+static inline int32_t ompi_osc_ucxx_add32(volatile int32_t *p, int32_t v)
+{
+    if (OSC_UCXX.mt) return opal_atomic_add_fetch_32(p, v);
+    return *p += v;
+}
+
+static inline int64_t ompi_osc_ucxx_add64(volatile int64_t *p, int64_t v)
+{
+    if (OSC_UCXX.mt) return opal_atomic_add_fetch_64(p, v);
+    return *p += v;
+}
+
+/* A peer's published worker address. */
+typedef struct {
+    size_t len;
+    char addr[];
+} ompi_osc_ucxx_addr_t;
+
+/* ------------------------------------------------------------------------- */
+/* The state segment                                                         */
+
+/* Every window exposes one (UCX-allocated, so one-sided on a node).  Each
+ * word sits on its own cache line: they are hit by different processes for
+ * different reasons.  Only osc_ucxx_state.c touches these words. */
+#define OSC_UCXX_STRIPES 32          /* accumulate stripe locks */
+#define OSC_UCXX_POST_SLOTS 1024     /* PSCW post slots (origin ranks below) */
+
+typedef struct {
+    volatile uint64_t value;
+    char pad[56];
+} ompi_osc_ucxx_word_t;
+
+typedef struct ompi_osc_ucxx_state_t {
+    ompi_osc_ucxx_word_t lock;       /* passive-target lock word */
+    ompi_osc_ucxx_word_t complete;   /* PSCW: access epochs completed on us */
+    ompi_osc_ucxx_word_t fence;      /* fences this process has called */
+    ompi_osc_ucxx_word_t dyn_gen;    /* dynamic windows: detaches so far */
+    ompi_osc_ucxx_word_t serve;      /* peers on the node that need our CPU */
+    ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* each covers every
+                                      * 32nd 64-byte block of the window */
+    /* PSCW: slot i counts the posts rank i made to us, where rank i reaches
+     * our state by loads and stores; other ranks post by active message. */
+    uint64_t posts[];
+} ompi_osc_ucxx_state_t;
+
+/* Byte offset of a word in the segment (what UCX atomics address). */
+#define OSC_UCXX_STATE(field) offsetof(ompi_osc_ucxx_state_t, field)
+
+_Static_assert(sizeof(ompi_osc_ucxx_word_t) == 64, "one word per cache line");
+_Static_assert(OSC_UCXX_STATE(lock) == 0, "the lock word leads the segment");
+_Static_assert(OSC_UCXX_STATE(acc_locks) % 64 == 0 &&
+               OSC_UCXX_STATE(posts) == OSC_UCXX_STATE(acc_locks) + 64 * OSC_UCXX_STRIPES,
+               "stripe locks are 64 bytes apart, the post slots follow them");
+_Static_assert(OSC_UCXX_STATE(posts) % 64 == 0, "post slots start on a cache line");
+
+/* Lock word: readers count in the low 32 bits, a writer sets bit 32. */
+#define OSC_UCXX_LOCK_EXCL    (1ULL << 32)
+#define OSC_UCXX_LOCK_READERS 0xffffffffULL
+
+/* ------------------------------------------------------------------------- */
+/* User memory shared on the node (osc_ucxx_share.c): target addresses
+ * [lo, hi) are bytes [offset, offset + hi - lo) of POSIX shm object `name`. */
+typedef struct {
+    char name[48];           /* "" when not shared */
+    uint64_t offset;
+    uint64_t lo, hi;
+} ompi_osc_ucxx_share_t;
+
+/* Dynamic windows: a region attached here. */
+#define OSC_UCXX_MAX_RKEY 960
+typedef struct {
+    uint64_t base;
+    uint64_t len;
+    ucp_mem_h memh;
+    void *rkey;
+    size_t rkey_len;
+    ompi_osc_ucxx_share_t share;
+} ompi_osc_ucxx_region_t;
+
+static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
+{
+    uint64_t key;
+    memcpy(&key, &proc->super.proc_name, sizeof(key));
+    return key;
+}
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_TYPES_H */

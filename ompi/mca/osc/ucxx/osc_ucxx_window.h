@@ -1,0 +1,141 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * osc/ucxx, third layer: a window is a core (memory, state segment, what
+ * peers published, links, epochs) shared by one or more views, each an
+ * MPI_Win handle with the settings that may differ between handles (the
+ * handle MPI_Win_create & co. made, duplicates from MPIX_Win_dup_with_info,
+ * memory-handle windows).  Creation, destruction and info keys live in
+ * osc_ucxx_window.c.
+ */
+
+#ifndef OMPI_OSC_UCXX_WINDOW_H
+#define OMPI_OSC_UCXX_WINDOW_H
+
+#include "osc_ucxx_worker.h"
+#include "osc_ucxx_ext.h"
+
+BEGIN_C_DECLS
+
+struct ompi_osc_ucxx_module_t {
+    volatile int32_t refcount;      /* views on this core */
+    bool original_freed;            /* the collective handle is gone */
+    ompi_osc_ucxx_module_t *next_zombie;
+    ompi_communicator_t *comm;
+    uint32_t cid;
+    int rank;
+    int size;
+    int flavor;
+
+    /* Local memory */
+    void *base;
+    size_t len;
+    int disp_unit;
+    ucp_mem_h data_memh;
+    ucp_mem_h state_memh;
+    ompi_osc_ucxx_state_t *state;   /* our state segment (osc_ucxx_state.c) */
+    size_t state_size;
+    ompi_osc_ucxx_share_t share;    /* MPI_Win_create memory shared on the node */
+    ompi_osc_ucxx_shseg_t *shseg;   /* MPI_Win_allocate_shared: the group's segment */
+
+    /* Peers (osc_ucxx_target.h): what they published, and the links each
+     * worker made to them.  setup_lock serializes the lazy setup. */
+    ompi_osc_ucxx_peer_t *peers;
+    char *blobs;
+    ompi_osc_ucxx_ltab_t *volatile ltab;
+    opal_mutex_t setup_lock;
+
+    /* Peers may reach this window through UCX emulation or active messages
+     * (user memory, or no shared-memory mapping): our synchronization calls
+     * serve them.  Always, if some peer cannot map our state segment; else
+     * only while our state's serve word is not zero (ompi_osc_ucxx_serve). */
+    bool serve;
+    bool serve_always;
+    /* Atomics policy for state words (osc_ucxx_state.c): CPU atomics only
+     * where every process of the window reaches every state word by CPU. */
+    bool state_cpu;
+
+    /* Info keys */
+    bool no_locks;
+    bool same_size;
+    bool same_disp_unit;
+
+    /* Accumulates sent as active messages (osc_ucxx_accumulate.c): not yet
+     * acknowledged; the first error a target reported, for the next flush;
+     * messages for this window waiting in the deferred queue (later ones
+     * queue behind them, so they apply in arrival order). */
+    volatile int32_t am_outstanding;
+    volatile int32_t am_error;
+    volatile int32_t am_deferred;
+
+    /* Epochs (osc_ucxx_epoch.c owns every field here and in each peer's
+     * epoch part; its file comment says who may change what when). */
+    ompi_osc_ucxx_epoch_t *access;  /* fence, lock_all or start epoch object */
+    volatile int32_t nlocks;        /* MPI_Win_lock targets held */
+    bool fence_open;                /* the last fence had no NOSUCCEED */
+    uint64_t fence_count;           /* fences called */
+    volatile bool exposed;          /* PSCW: between post and wait/test */
+    uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
+    opal_mutex_t post_lock;         /* posts that arrived by active message: */
+    int *posts_seen, posts_seen_count, posts_seen_cap;
+
+    /* Dynamic windows: attached regions, sorted by base */
+    opal_mutex_t dyn_lock;
+    ompi_osc_ucxx_region_t *regions;
+    int nregions, regions_cap;
+    uint64_t dyn_max_len;
+};
+
+/* One MPI_Win handle on a core.  super must come first (Open MPI calls
+ * through it), then the magic and extension table that libmpix_ucxx
+ * recognizes us by. */
+struct ompi_osc_ucxx_view_t {
+    ompi_osc_base_module_t super;
+    uint64_t magic;
+    const struct ompi_osc_ucxx_ext_t *ext;
+    ompi_osc_ucxx_module_t *core;
+    bool original;           /* made collectively: its free is collective too */
+    bool scope_thread;       /* mpi_win_scope=thread: flushes cover this thread only */
+    bool ordered;            /* mpi_win_order=true */
+    bool acc_ordered;        /* accumulate_ordering is not "none" */
+    bool assert_intrinsic;   /* mpi_assert_accumulate_intrinsic=true */
+    bool acc_single_intrinsic;
+    /* Memory-handle windows: one target, displacements from the handle's base */
+    bool memhandle;
+    int mh_target;
+    uint64_t mh_base, mh_size;
+    int mh_disp_unit;
+};
+
+#define OSC_UCXX_VIEW(win) ((ompi_osc_ucxx_view_t *) (win)->w_osc_module)
+#define OSC_UCXX_MODULE(win) (OSC_UCXX_VIEW(win)->core)
+
+/* The worker an operation through this view goes on: under
+ * mpi_win_order=true with process scope, every thread shares one ordered
+ * stream (the main worker). */
+static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_view_worker(ompi_osc_ucxx_view_t *view)
+{
+    if (OPAL_UNLIKELY(view->ordered && !view->scope_thread)) {
+        return OSC_UCXX.main_worker;
+    }
+    return ompi_osc_ucxx_worker_self();
+}
+
+/* Creation and destruction (osc_ucxx_window.c) */
+int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
+                                int disp_unit, struct ompi_communicator_t *comm,
+                                struct opal_info_t *info, int flavor, int *model);
+int ompi_osc_ucxx_free(struct ompi_win_t *win);
+ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool original);
+void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective);
+void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
+void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
+bool ompi_osc_ucxx_all_on_node(ompi_osc_ucxx_module_t *module);
+/* The core a window communicator's context id names (component.c), for
+ * active messages. */
+ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid);
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_WINDOW_H */

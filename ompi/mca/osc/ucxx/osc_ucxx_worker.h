@@ -1,0 +1,60 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * osc/ucxx, second layer: the UCP context, per-thread workers, endpoints,
+ * peer worker addresses, progress and waiting (osc_ucxx_worker.c), and the
+ * queue of work deferred out of UCX callbacks (osc_ucxx_am.c drains it).
+ */
+
+#ifndef OMPI_OSC_UCXX_WORKER_H
+#define OMPI_OSC_UCXX_WORKER_H
+
+#include "osc_ucxx_types.h"
+
+BEGIN_C_DECLS
+
+/* A UCP worker used by one thread at a time; endpoints to peers are created
+ * lazily and kept for the life of the process. */
+struct ompi_osc_ucxx_worker_t {
+    ucp_worker_h ucp;
+    int index;                 /* position in OSC_UCXX.workers and in link tables */
+    bool owned;                /* a live thread uses it */
+    opal_mutex_t lock;         /* the endpoint table */
+    opal_hash_table_t eps;     /* proc name -> ucp_ep_h */
+    volatile int32_t pending;  /* request-based operations not yet complete */
+};
+
+extern __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker;
+
+int ompi_osc_ucxx_context_init(void);
+void ompi_osc_ucxx_context_fini(void);
+ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
+int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
+                                ucp_ep_h *ep);
+bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc);
+int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len);
+
+/* Progress: our main worker (peers' emulated operations and messages), the
+ * calling thread's worker, workers with requests in flight, and the
+ * deferred work.  Registered with opal_progress. */
+int ompi_osc_ucxx_progress(void);
+/* Work off what UCX callbacks deferred (osc_ucxx_am.c). */
+int ompi_osc_ucxx_am_drain(void);
+/* Wait for a UCX request issued on `worker`, progressing it and the rest of
+ * the library (a peer may need us before it can answer). */
+int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req);
+
+/* The calling thread's worker (created or taken from the pool on first use). */
+static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_self(void)
+{
+    ompi_osc_ucxx_worker_t *w = ompi_osc_ucxx_tls_worker;
+    if (OPAL_LIKELY(NULL != w)) {
+        return w;
+    }
+    return ompi_osc_ucxx_worker_acquire();
+}
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_WORKER_H */
