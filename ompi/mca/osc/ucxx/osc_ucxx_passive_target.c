@@ -96,9 +96,10 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
     int rows = tab->used;
     opal_atomic_rmb();  /* rows below `used` were stored before it */
     for (int w = 0; w < rows; ++w) {
-        ompi_osc_ucxx_link_t *links = tab->links[w];
+        ompi_osc_ucxx_lrow_t *r = tab->rows[w];
         if (NULL != only && w != only->index) continue;
-        if (NULL == links) continue;
+        if (NULL == r) continue;
+        ompi_osc_ucxx_link_t *links = r->links;
         ompi_osc_ucxx_link_t *row = &links[module->size];
         ompi_osc_ucxx_worker_t *worker = row->worker;
         int64_t row_upto = row->issued;

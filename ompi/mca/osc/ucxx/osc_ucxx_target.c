@@ -33,6 +33,29 @@ static int unpack_rkey(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, 
     return UCS_OK == ucp_ep_rkey_unpack(ep, buf, rkey) ? OMPI_SUCCESS : OMPI_ERROR;
 }
 
+static void lrow_destruct(ompi_osc_ucxx_lrow_t *row)
+{
+    for (int i = 0; i < row->size; ++i) {
+        if (row->links[i].data_rkey) ucp_rkey_destroy(row->links[i].data_rkey);
+        if (row->links[i].state_rkey) ucp_rkey_destroy(row->links[i].state_rkey);
+        ompi_osc_ucxx_dyn_cache_free(row->links[i].dyn);
+    }
+}
+
+OBJ_CLASS_INSTANCE(ompi_osc_ucxx_lrow_t, opal_object_t, NULL, lrow_destruct);
+
+/* A row of size + 1 zeroed links (allocated with the object, so the fast
+ * path reaches a link with one load; OBJ_RELEASE frees it). */
+static ompi_osc_ucxx_lrow_t *lrow_new(int size, ompi_osc_ucxx_worker_t *worker)
+{
+    ompi_osc_ucxx_lrow_t *row = calloc(1, sizeof(*row) + (size + 1) * sizeof(row->links[0]));
+    if (NULL == row) return NULL;
+    OBJ_CONSTRUCT(row, ompi_osc_ucxx_lrow_t);
+    row->size = size;
+    row->links[size].worker = worker;  /* flushes find the worker here */
+    return row;
+}
+
 /* The worker's row of links for this window, growing the table if needed. */
 static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
                                        ompi_osc_ucxx_worker_t *worker)
@@ -41,29 +64,28 @@ static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
 
     if (worker->index >= tab->cap) {
         int cap = 2 * (worker->index + 1);
-        ompi_osc_ucxx_ltab_t *grown = calloc(1, sizeof(*grown) + cap * sizeof(grown->links[0]));
+        ompi_osc_ucxx_ltab_t *grown = calloc(1, sizeof(*grown) + cap * sizeof(grown->rows[0]));
         if (NULL == grown) {
             return NULL;
         }
         grown->cap = cap;
         grown->used = tab->used;
-        memcpy(grown->links, tab->links, tab->cap * sizeof(tab->links[0]));
+        memcpy(grown->rows, tab->rows, tab->cap * sizeof(tab->rows[0]));
         grown->retired = tab;  /* readers may still hold the old table */
         opal_atomic_wmb();
         module->ltab = tab = grown;
     }
-    if (NULL == tab->links[worker->index]) {
-        ompi_osc_ucxx_link_t *row = calloc(module->size + 1, sizeof(ompi_osc_ucxx_link_t));
+    if (NULL == tab->rows[worker->index]) {
+        ompi_osc_ucxx_lrow_t *row = lrow_new(module->size, worker);
         if (NULL == row) return NULL;
-        row[module->size].worker = worker;  /* flushes find the worker here */
         opal_atomic_wmb();
-        tab->links[worker->index] = row;
+        tab->rows[worker->index] = row;
         if (worker->index >= tab->used) {
             opal_atomic_wmb();
             tab->used = worker->index + 1;
         }
     }
-    return tab->links[worker->index];
+    return tab->rows[worker->index]->links;
 }
 
 ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
@@ -96,20 +118,13 @@ out:
     return link;
 }
 
-/* Every link's rkeys and caches, and the tables (window teardown). */
+/* Every link row and table, and the peers' mappings (window teardown). */
 void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab, *next;
 
     for (int w = 0; NULL != tab && w < tab->cap; ++w) {
-        ompi_osc_ucxx_link_t *links = tab->links[w];
-        if (NULL == links) continue;
-        for (int i = 0; i < module->size; ++i) {
-            if (links[i].data_rkey) ucp_rkey_destroy(links[i].data_rkey);
-            if (links[i].state_rkey) ucp_rkey_destroy(links[i].state_rkey);
-            ompi_osc_ucxx_dyn_cache_free(links[i].dyn);
-        }
-        free(links);
+        if (NULL != tab->rows[w]) OBJ_RELEASE(tab->rows[w]);
     }
     for (; NULL != tab; tab = next) {
         next = tab->retired;

@@ -64,14 +64,23 @@ struct ompi_osc_ucxx_link_t {
     bool asked_service;     /* we counted ourselves in the target's serve word */
 };
 
-/* Per-worker link rows of one window, indexed by worker index.  Grows by
- * replacement (readers never take a lock); old tables are kept until free.
- * Each row has size + 1 entries: the last one summarizes the row. */
+/* One worker's links to every peer of a window, an OPAL object whose
+ * destructor drops their rkeys and region caches.  links[size] summarizes
+ * the row: its counters cover the whole row, and it names the worker. */
+typedef struct {
+    opal_object_t super;
+    int size;
+    ompi_osc_ucxx_link_t links[];
+} ompi_osc_ucxx_lrow_t;
+OBJ_CLASS_DECLARATION(ompi_osc_ucxx_lrow_t);
+
+/* Link rows of one window, indexed by worker index.  Grows by replacement
+ * (readers never take a lock); old tables are kept until free. */
 struct ompi_osc_ucxx_ltab_t {
     ompi_osc_ucxx_ltab_t *retired;
     int cap;
     volatile int used;       /* rows [used, cap) are all NULL */
-    ompi_osc_ucxx_link_t *links[];
+    ompi_osc_ucxx_lrow_t *rows[];
 };
 
 /* Dynamic windows: an origin's cache of a target's regions, valid for one
@@ -135,8 +144,8 @@ static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *m
                                                        int target)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
-    if (OPAL_LIKELY(worker->index < tab->cap && NULL != tab->links[worker->index])) {
-        ompi_osc_ucxx_link_t *link = &tab->links[worker->index][target];
+    if (OPAL_LIKELY(worker->index < tab->cap && NULL != tab->rows[worker->index])) {
+        ompi_osc_ucxx_link_t *link = &tab->rows[worker->index]->links[target];
         if (OPAL_LIKELY(NULL != link->ep)) {
             return link;
         }

@@ -349,7 +349,16 @@ out:
 
 /* ------------------------------------------------------------------------- */
 
-void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
+static void module_construct(ompi_osc_ucxx_module_t *module)
+{
+    memset((char *) module + sizeof(module->super), 0, sizeof(*module) - sizeof(module->super));
+    OBJ_CONSTRUCT(&module->setup_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
+    module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
+}
+
+static void module_destruct(ompi_osc_ucxx_module_t *module)
 {
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
@@ -364,7 +373,13 @@ void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
     OBJ_DESTRUCT(&module->setup_lock);
     OBJ_DESTRUCT(&module->post_lock);
     OBJ_DESTRUCT(&module->dyn_lock);
-    free(module);
+}
+
+OBJ_CLASS_INSTANCE(ompi_osc_ucxx_module_t, opal_object_t, module_construct, module_destruct);
+
+void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module)
+{
+    OBJ_RELEASE(module);
 }
 
 /* Are all ranks of the window on our node? */
@@ -396,16 +411,9 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
         return rc;
     }
 
-    module = calloc(1, sizeof(*module));
-    if (NULL == module) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    OBJ_CONSTRUCT(&module->setup_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
-    module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
-    if (NULL == module->access) {
-        ompi_osc_ucxx_module_release(module);
+    module = OBJ_NEW(ompi_osc_ucxx_module_t);
+    if (NULL == module || NULL == module->access) {
+        if (NULL != module) OBJ_RELEASE(module);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     module->flavor = flavor;
@@ -474,7 +482,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     memset(state, 0, module->state_size);
 
     module->ltab = calloc(1, sizeof(ompi_osc_ucxx_ltab_t) +
-                                 OSC_UCXX.workers_cap * sizeof(ompi_osc_ucxx_link_t *));
+                                 OSC_UCXX.workers_cap * sizeof(ompi_osc_ucxx_lrow_t *));
     if (NULL == module->ltab) {
         rc = OMPI_ERR_OUT_OF_RESOURCE;
         goto fail;

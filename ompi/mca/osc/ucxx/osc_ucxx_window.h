@@ -18,7 +18,10 @@
 
 BEGIN_C_DECLS
 
+/* The core, an OPAL object: its destructor takes down everything it holds
+ * (ompi_osc_ucxx_module_release drops the last reference). */
 struct ompi_osc_ucxx_module_t {
+    opal_object_t super;
     volatile int32_t refcount;      /* views on this core */
     bool original_freed;            /* the collective handle is gone */
     ompi_osc_ucxx_module_t *next_zombie;
@@ -86,6 +89,7 @@ struct ompi_osc_ucxx_module_t {
     int nregions, regions_cap;
     uint64_t dyn_max_len;
 };
+OBJ_CLASS_DECLARATION(ompi_osc_ucxx_module_t);
 
 /* One MPI_Win handle on a core.  super must come first (Open MPI calls
  * through it), then the magic and extension table that libmpix_ucxx

@@ -27,7 +27,6 @@
 __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
 
 static ompi_osc_ucxx_worker_t *worker_create(void);
-static void worker_destroy(ompi_osc_ucxx_worker_t *worker);
 
 /* The optional progress thread: serves peers (emulated RMA, active
  * messages) while the application computes outside MPI. */
@@ -175,7 +174,7 @@ void ompi_osc_ucxx_context_fini(void)
         ompi_osc_ucxx_module_release(module);
     }
     for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
-        worker_destroy(OSC_UCXX.workers[i]);
+        OBJ_RELEASE(OSC_UCXX.workers[i]);
     }
     while (NULL != OSC_UCXX.workers) {
         ompi_osc_ucxx_worker_t **retired =
@@ -208,63 +207,20 @@ void ompi_osc_ucxx_context_fini(void)
     OSC_UCXX.context = NULL;
 }
 
-static ompi_osc_ucxx_worker_t *worker_create(void)
+/* A worker object: its endpoint table from construction, its UCP worker
+ * once created; the destructor closes the endpoints and destroys both. */
+static void worker_construct(ompi_osc_ucxx_worker_t *worker)
 {
-    ucp_worker_params_t params;
-    ompi_osc_ucxx_worker_t *worker = calloc(1, sizeof(*worker));
-    ucs_status_t status;
-
-    if (NULL == worker) {
-        return NULL;
-    }
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    params.thread_mode = OSC_UCXX.thread_mode;
-    status = ucp_worker_create(OSC_UCXX.context, &params, &worker->ucp);
-    if (UCS_OK != status) {
-        opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_worker_create",
-                       ucs_status_string(status));
-        free(worker);
-        return NULL;
-    }
+    worker->ucp = NULL;
+    worker->index = -1;
+    worker->owned = false;
+    worker->pending = 0;
     OBJ_CONSTRUCT(&worker->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&worker->eps, opal_hash_table_t);
     opal_hash_table_init(&worker->eps, 64);
-    if (OMPI_SUCCESS != ompi_osc_ucxx_am_register(worker)) {
-        worker_destroy(worker);
-        return NULL;
-    }
-
-    /* Progress (any thread, no lock) walks this array: it grows by copying,
-     * is published before the count, and old copies live until finalize. */
-    OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    if (OSC_UCXX.num_workers == OSC_UCXX.workers_cap) {
-        int cap = OSC_UCXX.workers_cap ? 2 * OSC_UCXX.workers_cap : 8;
-        ompi_osc_ucxx_worker_t **grown = calloc(cap + 1, sizeof(*grown));
-        if (NULL == grown) {
-            OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-            worker_destroy(worker);
-            return NULL;
-        }
-        if (OSC_UCXX.num_workers > 0) {
-            memcpy(grown, OSC_UCXX.workers, OSC_UCXX.num_workers * sizeof(*grown));
-        }
-        /* the extra slot chains the retired copies */
-        grown[cap] = (ompi_osc_ucxx_worker_t *) OSC_UCXX.workers;
-        opal_atomic_wmb();
-        OSC_UCXX.workers = grown;
-        OSC_UCXX.workers_cap = cap;
-    }
-    worker->index = OSC_UCXX.num_workers;
-    OSC_UCXX.workers[OSC_UCXX.num_workers] = worker;
-    opal_atomic_wmb();
-    OSC_UCXX.num_workers++;
-    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    OSC_UCXX_VERBOSE(10, "created worker %d", worker->index);
-    return worker;
 }
 
-static void worker_destroy(ompi_osc_ucxx_worker_t *worker)
+static void worker_destruct(ompi_osc_ucxx_worker_t *worker)
 {
     uint64_t key;
     void *value, *node = NULL;
@@ -286,8 +242,70 @@ static void worker_destroy(ompi_osc_ucxx_worker_t *worker)
     }
     OBJ_DESTRUCT(&worker->eps);
     OBJ_DESTRUCT(&worker->lock);
-    ucp_worker_destroy(worker->ucp);
-    free(worker);
+    if (NULL != worker->ucp) {
+        ucp_worker_destroy(worker->ucp);
+    }
+}
+
+OBJ_CLASS_INSTANCE(ompi_osc_ucxx_worker_t, opal_object_t, worker_construct, worker_destruct);
+
+/* Progress (any thread, no lock) walks OSC_UCXX.workers: it grows by
+ * copying, is published before the count, and old copies live until
+ * finalize. */
+static int worker_publish(ompi_osc_ucxx_worker_t *worker)
+{
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    if (OSC_UCXX.num_workers == OSC_UCXX.workers_cap) {
+        int cap = OSC_UCXX.workers_cap ? 2 * OSC_UCXX.workers_cap : 8;
+        ompi_osc_ucxx_worker_t **grown = calloc(cap + 1, sizeof(*grown));
+        if (NULL == grown) {
+            OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        if (OSC_UCXX.num_workers > 0) {
+            memcpy(grown, OSC_UCXX.workers, OSC_UCXX.num_workers * sizeof(*grown));
+        }
+        /* the extra slot chains the retired copies */
+        grown[cap] = (ompi_osc_ucxx_worker_t *) OSC_UCXX.workers;
+        opal_atomic_wmb();
+        OSC_UCXX.workers = grown;
+        OSC_UCXX.workers_cap = cap;
+    }
+    worker->index = OSC_UCXX.num_workers;
+    OSC_UCXX.workers[OSC_UCXX.num_workers] = worker;
+    opal_atomic_wmb();
+    OSC_UCXX.num_workers++;
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return OMPI_SUCCESS;
+}
+
+static ompi_osc_ucxx_worker_t *worker_create(void)
+{
+    ucp_worker_params_t params;
+    ompi_osc_ucxx_worker_t *worker = OBJ_NEW(ompi_osc_ucxx_worker_t);
+    ucs_status_t status;
+
+    if (NULL == worker) {
+        return NULL;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    params.thread_mode = OSC_UCXX.thread_mode;
+    status = ucp_worker_create(OSC_UCXX.context, &params, &worker->ucp);
+    if (UCS_OK != status) {
+        opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_worker_create",
+                       ucs_status_string(status));
+        worker->ucp = NULL;
+        OBJ_RELEASE(worker);
+        return NULL;
+    }
+    if (OMPI_SUCCESS != ompi_osc_ucxx_am_register(worker) ||
+        OMPI_SUCCESS != worker_publish(worker)) {
+        OBJ_RELEASE(worker);
+        return NULL;
+    }
+    OSC_UCXX_VERBOSE(10, "created worker %d", worker->index);
+    return worker;
 }
 
 /* The calling thread has no worker yet. */

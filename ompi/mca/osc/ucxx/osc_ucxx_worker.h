@@ -15,8 +15,10 @@
 BEGIN_C_DECLS
 
 /* A UCP worker used by one thread at a time; endpoints to peers are created
- * lazily and kept for the life of the process. */
+ * lazily and kept for the life of the process (an OPAL object: released at
+ * finalize, its destructor closes the endpoints). */
 struct ompi_osc_ucxx_worker_t {
+    opal_object_t super;
     ucp_worker_h ucp;
     int index;                 /* position in OSC_UCXX.workers and in link tables */
     bool owned;                /* a live thread uses it */
@@ -24,6 +26,7 @@ struct ompi_osc_ucxx_worker_t {
     opal_hash_table_t eps;     /* proc name -> ucp_ep_h */
     volatile int32_t pending;  /* request-based operations not yet complete */
 };
+OBJ_CLASS_DECLARATION(ompi_osc_ucxx_worker_t);
 
 extern __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker;
 
