@@ -26,7 +26,8 @@
  *     lock_all, start or fence never both succeed.  It is never taken on the
  *     steady-state path.  Nothing waits for the epoch lock inside a UCX
  *     callback: message handlers only touch the post list (post_lock).
- *   - nlocks is an atomic counter.
+ *   - nlocks is an atomic counter.  (Where one thread alone is in the
+ *     component, OSC_UCXX.mt false, plain loads and stores do for all of it.)
  *   - fence_open and fence_count change only in MPI_Win_fence, which MPI has
  *     one thread call; exposed and complete_expected only in post, wait and
  *     test, likewise.
@@ -58,14 +59,23 @@ static void epoch_destruct(ompi_osc_ucxx_epoch_t *e)
 
 OBJ_CLASS_INSTANCE(ompi_osc_ucxx_epoch_t, opal_object_t, epoch_construct, epoch_destruct);
 
+/* (one thread in the component: no need to pay for a locked instruction) */
 static void tgt_set(ompi_osc_ucxx_peer_t *peer, int32_t bits)
 {
-    opal_atomic_fetch_or_32(&peer->access, bits);
+    if (OSC_UCXX.mt) {
+        opal_atomic_fetch_or_32(&peer->access, bits);
+    } else {
+        peer->access |= bits;
+    }
 }
 
 static void tgt_clear(ompi_osc_ucxx_peer_t *peer, int32_t bits)
 {
-    opal_atomic_fetch_and_32(&peer->access, ~bits);
+    if (OSC_UCXX.mt) {
+        opal_atomic_fetch_and_32(&peer->access, ~bits);
+    } else {
+        peer->access &= ~bits;
+    }
 }
 
 /* Room for one more target in the epoch's list (caller holds its lock). */
@@ -377,7 +387,7 @@ int ompi_osc_ucxx_epoch_lock_begin(ompi_osc_ucxx_module_t *module, int target)
             }
         } while (!opal_atomic_compare_exchange_strong_32(&peer->access, &old,
                                                          old | OSC_UCXX_TGT_BUSY));
-        if (OMPI_SUCCESS == rc) opal_atomic_add_fetch_32(&module->nlocks, 1);
+        if (OMPI_SUCCESS == rc) ompi_osc_ucxx_add32(&module->nlocks, 1);
     }
     OSC_UCXX_UNLOCK(&e->lock);
     return rc;
@@ -393,7 +403,7 @@ void ompi_osc_ucxx_epoch_lock_done(ompi_osc_ucxx_module_t *module, int target, i
         tgt_clear(peer, OSC_UCXX_TGT_BUSY);
     } else {
         tgt_clear(peer, OSC_UCXX_TGT_BUSY);
-        opal_atomic_add_fetch_32(&module->nlocks, -1);
+        ompi_osc_ucxx_add32(&module->nlocks, -1);
     }
 }
 
@@ -418,7 +428,7 @@ void ompi_osc_ucxx_epoch_unlock_done(ompi_osc_ucxx_module_t *module, int target)
 {
     tgt_clear(&module->peers[target], OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_EXCL |
                                           OSC_UCXX_TGT_NOCHECK | OSC_UCXX_TGT_BUSY);
-    opal_atomic_add_fetch_32(&module->nlocks, -1);
+    ompi_osc_ucxx_add32(&module->nlocks, -1);
 }
 
 /* ------------------------------------------------------------------------- */
