@@ -37,14 +37,6 @@ static tu_win_t w;
 static volatile int stop_helper;
 static long helper_ops;
 
-static void watchdog(int sig)
-{
-    (void) sig;
-    static const char msg[] = "acc_am_order: watchdog: no progress for too long, failing\n";
-    (void) !write(2, msg, sizeof(msg) - 1);
-    _exit(3);
-}
-
 static void *helper(void *arg)
 {
     (void) arg;
@@ -77,8 +69,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    signal(SIGALRM, watchdog);
-    alarm(120);
+    tu_watchdog("acc_am_order", 120);
 
     short *src = malloc(N * sizeof(short)), *res = malloc((size_t) k * N * sizeof(short));
     int cont_ops = batches * k;   /* each contender's additions */

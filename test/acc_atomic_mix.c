@@ -62,14 +62,6 @@ static void win_create_paged(int flavor, tu_win_t *w)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-static void watchdog(int sig)
-{
-    (void) sig;
-    static const char msg[] = "acc_atomic_mix: watchdog: no progress for too long, failing\n";
-    (void) !write(2, msg, sizeof(msg) - 1);
-    _exit(3);
-}
-
 int main(int argc, char **argv)
 {
     int rank, nprocs;
@@ -81,8 +73,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (iters < 0) iters = tu_slow_transport() ? 2000 : 300000 / nprocs;
-    signal(SIGALRM, watchdog);
-    alarm(120);
+    tu_watchdog("acc_atomic_mix", 120);
 
     MPI_Datatype t6, c4, t18;
     MPI_Type_create_resized(MPI_INT, 0, 6, &t6);

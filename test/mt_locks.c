@@ -111,14 +111,6 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-static void watchdog(int sig)
-{
-    (void) sig;
-    static const char msg[] = "mt_locks: watchdog: no progress for too long, failing\n";
-    (void) !write(2, msg, sizeof(msg) - 1);
-    _exit(3);
-}
-
 int main(int argc, char **argv)
 {
     int provided;
@@ -132,8 +124,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    signal(SIGALRM, watchdog);
-    alarm((unsigned) tu_opt_long(argc, argv, "--timeout", 120));
+    tu_watchdog("mt_locks", (unsigned) tu_opt_long(argc, argv, "--timeout", 120));
 
     tmutex = malloc(nprocs * sizeof(*tmutex));
     for (int i = 0; i < nprocs; i++) pthread_mutex_init(&tmutex[i], NULL);

@@ -43,17 +43,6 @@
 #define NI 1000    /* ints per accumulate */
 
 static int rank, nprocs, iters, churn_rounds;
-static const char *volatile where = "setup";   /* for the watchdog */
-
-static void watchdog(int sig)
-{
-    (void) sig;
-    static const char msg[] = "progress_single: watchdog: no progress for too long, failing; at: ";
-    (void) !write(2, msg, sizeof(msg) - 1);
-    (void) !write(2, where, strlen(where));
-    (void) !write(2, "\n", 1);
-    _exit(3);
-}
 
 #define NSMALL 32  /* small accumulates (2 shorts) per target per iteration in A */
 
@@ -226,8 +215,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     iters = (int) tu_opt_long(argc, argv, "-i", (tu_slow_transport() ? 120 : 400) / nprocs);
     churn_rounds = (int) tu_opt_long(argc, argv, "-c", 0);
-    signal(SIGALRM, watchdog);
-    alarm((unsigned) tu_opt_long(argc, argv, "--timeout", 120));
+    tu_where = "setup";
+    tu_watchdog("progress_single", (unsigned) tu_opt_long(argc, argv, "--timeout", 120));
 
     short *sv = malloc(NS * sizeof(short));
     int *iv = malloc(NI * sizeof(int)), *res = malloc((size_t) nprocs * NI * sizeof(int));
@@ -236,13 +225,13 @@ int main(int argc, char **argv)
         const char *fl = tu_flavor_names[flavor];
         tu_win_t w;
         tu_win_create(flavor, (MPI_Aint) nprocs * SLOT_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
-        where = "A (lock_all accumulates)";
+        tu_where = "A (lock_all accumulates)";
         phase_a(&w, fl, sv, iv, res);
-        where = "B (PSCW)";
+        tu_where = "B (PSCW)";
         phase_b(&w, fl, sv, iv);
-        where = "C (window churn)";
+        tu_where = "C (window churn)";
         phase_c(&w, flavor, fl, sv, iv);
-        where = "between flavors";
+        tu_where = "between flavors";
         tu_win_free(&w);
         if (0 == rank) printf("progress_single: %s done\n", fl);
     }

@@ -52,14 +52,6 @@ static inline int val(int o, int t, int it, int i)
     return (int) ((((uint32_t) o * 7919u + t * 104729u + it * 131u + i) * 2654435761u) >> 1);
 }
 
-static void watchdog(int sig)
-{
-    (void) sig;
-    static const char msg[] = "rreq_free: watchdog: no progress for too long, failing\n";
-    (void) !write(2, msg, sizeof(msg) - 1);
-    _exit(3);
-}
-
 static void *thread_main(void *arg)
 {
     int t = (int) (intptr_t) arg, target = (rank + 1 + t) % nprocs;
@@ -127,8 +119,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    signal(SIGALRM, watchdog);
-    alarm(120);
+    tu_watchdog("rreq_free", 120);
     const MPI_Aint nints = put_slot(nprocs, 0, 0);
 
     for (int flavor = 0; flavor < TU_NFLAVORS; flavor++) {

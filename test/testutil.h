@@ -252,4 +252,33 @@ static inline void tu_check_fetched_permutation(const int64_t *all, int nprocs, 
     free(seen);
 }
 
+
+/* ---- Watchdog -------------------------------------------------------------
+ * tu_watchdog(name, seconds): a hang becomes a failure (exit 3) after that
+ * long, with tu_where (which the test may point at what it is doing) in the
+ * message.  alarm(0) disarms it. */
+#include <signal.h>
+#include <unistd.h>
+
+static const char *volatile tu_where = "";
+static const char *tu_watch_name = "test";
+
+static void tu_watchdog_fire(int sig)
+{
+    static const char msg[] = ": watchdog: no progress for too long, failing; at: ";
+    (void) sig;
+    (void) !write(2, tu_watch_name, strlen(tu_watch_name));
+    (void) !write(2, msg, sizeof(msg) - 1);
+    (void) !write(2, tu_where, strlen(tu_where));
+    (void) !write(2, "\n", 1);
+    _exit(3);
+}
+
+static inline void tu_watchdog(const char *name, unsigned seconds)
+{
+    tu_watch_name = name;
+    signal(SIGALRM, tu_watchdog_fire);
+    alarm(seconds);
+}
+
 #endif
