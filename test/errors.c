@@ -106,6 +106,24 @@ static void run(int flavor)
            "unlock of a target that is not locked");
     TU_MPI(MPI_Win_unlock(next, w->win));
     still_works(w, "unlock of a target that is not locked");
+    /* per-target lock state: a locked target cannot be locked again, other
+     * targets are not covered by its lock, and lock and lock_all exclude
+     * each other */
+    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, w->win));
+    EXPECT(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, w->win), MPI_ERR_RMA_SYNC,
+           "second lock of a locked target");
+    EXPECT(MPI_Win_flush((next + 1) % nprocs, w->win), MPI_ERR_RMA_SYNC,
+           "flush of a target that is not locked");
+    EXPECT(MPI_Put(buf, 1, MPI_INT, (next + 1) % nprocs,
+                   tu_disp(w, (next + 1) % nprocs, scratch), 1, MPI_INT, w->win),
+           MPI_ERR_RMA_SYNC, "put to a target that is not locked");
+    EXPECT(MPI_Win_lock_all(0, w->win), MPI_ERR_RMA_SYNC, "lock_all while a lock is held");
+    TU_MPI(MPI_Win_unlock(next, w->win));
+    TU_MPI(MPI_Win_lock_all(0, w->win));
+    EXPECT(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, w->win), MPI_ERR_RMA_SYNC,
+           "lock inside a lock_all epoch");
+    TU_MPI(MPI_Win_unlock_all(w->win));
+    still_works(w, "lock conflicts");
 
     /* ---- MPI_ERR_RMA_RANGE ---- */
     TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, w->win));

@@ -444,9 +444,12 @@ static int acc_check(ompi_osc_ucxx_module_t *module, acc_t *a, const acc_am_hdr_
     return OMPI_SUCCESS;
 }
 
-/* Apply the message's elements; old values into `old` when fetching. */
+/* Apply the message's elements; old values into `old` when fetching.  Runs
+ * in a UCX callback, so it never waits: where some element takes the stripe
+ * locks the handler holds them already (acc_check), and the others are one
+ * atomic each. */
 static void acc_apply(ompi_osc_ucxx_module_t *module, acc_t *a, const acc_am_hdr_t *hdr,
-                      const acc_am_run_t *runs, const char *vals, char *old, bool locked)
+                      const acc_am_run_t *runs, const char *vals, char *old)
 {
     bool cas = hdr->flags & ACC_AM_CAS, fetch = hdr->flags & ACC_AM_FETCH;
     uint32_t k = 0;
@@ -459,8 +462,10 @@ static void acc_apply(ompi_osc_ucxx_module_t *module, acc_t *a, const acc_am_hdr
             if (cas) {
                 memcpy(res, tgt, a->width);
                 if (0 == memcmp(tgt, val + a->width, a->width)) memcpy(tgt, val, a->width);
+            } else if (atomic_element(a, (uint64_t) (uintptr_t) tgt)) {
+                cpu_element(a, tgt, val, res);
             } else {
-                mapped_element(a, module->state, module->base, tgt, val, res, locked);
+                locked_element(a, tgt, val, res);
             }
         }
     }
@@ -510,8 +515,7 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
     reply->status = status;
     reply->flags = fetch ? reply->flags : reply->flags & ~ACC_AM_FETCH;
     if (OMPI_SUCCESS == status) {
-        acc_apply(module, &a, hdr, runs, (char *) (runs + hdr->nruns), (char *) (reply + 1),
-                  locks);
+        acc_apply(module, &a, hdr, runs, (char *) (runs + hdr->nruns), (char *) (reply + 1));
         opal_atomic_wmb();
     }
     if (mask) ompi_osc_ucxx_stripes_unlock(module->state, mask);

@@ -58,6 +58,9 @@ static inline int ompi_osc_ucxx_op_resolve(ompi_osc_ucxx_target_t *t, bool whole
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     rc = ompi_osc_ucxx_resolve(t->module, t->worker, t->rank, t->lo, t->hi, &t->path);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;  /* (the path is not set) */
+    }
     if (OPAL_UNLIKELY(t->path.partial && (whole || t->view->ordered))) {
         t->path.mapped = false;
     }
