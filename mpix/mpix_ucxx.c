@@ -299,3 +299,232 @@ int MPIX_Rrget_accumulate(const void *origin_addr, int origin_count,
     }
     return report(win, rc, func);
 }
+
+/* ------------------------------------------------------------------------- */
+/* Active messages.  Op objects live here; osc/ucxx keeps its own copy of
+ * what a registration needs, keyed by the op's id (a freed op's address may
+ * be reused, its id never is).  A freed op keeps its (small) shell, marked
+ * dead, so that using it afterwards is MPI_ERR_OP and not a crash. */
+
+#define AM_OP_MAGIC 0x616d6f70756378ULL   /* "amopucx" */
+#define AM_OP_DEAD  0x646561646f7021ULL
+
+struct mpix_am_op_s {
+    uint64_t magic;
+    uint64_t id;
+    int kind;                 /* OSC_UCXX_AM_OP_AM / _AMV */
+    void *fn;
+    void *extra;
+};
+
+static uint64_t am_op_next_id = 1;
+/* The table of the last osc/ucxx window seen: how op create/free learn that
+ * they were called from inside a handler. */
+static const ompi_osc_ucxx_ext_t *am_last_ext = NULL;
+
+static bool am_in_handler(const ompi_osc_ucxx_ext_t *ext)
+{
+    if (NULL != ext) am_last_ext = ext;
+    return NULL != am_last_ext && am_last_ext->am_in_handler();
+}
+
+static bool am_op_valid(MPIX_Am_op op)
+{
+    return NULL != op && AM_OP_MAGIC == op->magic;
+}
+
+static int am_op_create(int kind, void *fn, void *extra, MPIX_Am_op *op)
+{
+    static const char func[] = "MPIX_Am_op_create";
+    struct mpix_am_op_s *o;
+
+    if (am_in_handler(NULL)) return report(NULL, MPI_ERR_OTHER, func);
+    if (NULL == fn || NULL == op) return report(NULL, MPI_ERR_ARG, func);
+    o = calloc(1, sizeof(*o));
+    if (NULL == o) return report(NULL, MPI_ERR_NO_MEM, func);
+    o->magic = AM_OP_MAGIC;
+    o->id = opal_atomic_fetch_add_64((volatile int64_t *) &am_op_next_id, 1);
+    o->kind = kind;
+    o->fn = fn;
+    o->extra = extra;
+    *op = o;
+    return MPI_SUCCESS;
+}
+
+int MPIX_Am_op_create(MPIX_Am_user_function *user_fn, void *extra_state, MPIX_Am_op *op)
+{
+    return am_op_create(OSC_UCXX_AM_OP_AM, (void *) user_fn, extra_state, op);
+}
+
+int MPIX_Amv_op_create(MPIX_Amv_user_function *user_fn, void *extra_state, MPIX_Am_op *op)
+{
+    return am_op_create(OSC_UCXX_AM_OP_AMV, (void *) user_fn, extra_state, op);
+}
+
+int MPIX_Am_op_free(MPIX_Am_op *op)
+{
+    static const char func[] = "MPIX_Am_op_free";
+    if (am_in_handler(NULL)) return report(NULL, MPI_ERR_OTHER, func);
+    if (NULL == op) return report(NULL, MPI_ERR_ARG, func);
+    if (!am_op_valid(*op)) return report(NULL, MPI_ERR_OP, func);
+    (*op)->magic = AM_OP_DEAD;  /* the shell stays: see above */
+    (*op)->fn = NULL;
+    *op = MPIX_AM_OP_NULL;
+    return MPI_SUCCESS;
+}
+
+/* The checks every window-based AM call starts with. */
+#define CHECK_AM_EXT(win, ext, func)                                              \
+    CHECK_EXT(win, ext, func);                                                    \
+    if (am_in_handler(ext)) return report(win, MPI_ERR_OTHER, func);              \
+    if (OSC_UCXX_EXT_VERSION > ext->version || NULL == ext->am_issue)             \
+        return report(win, MPI_ERR_WIN, func);
+
+int MPIX_Am_win_op_register(MPIX_Am_op op, int index, MPI_Win win)
+{
+    static const char func[] = "MPIX_Am_win_op_register";
+    CHECK_AM_EXT(win, ext, func);
+    /* bad arguments still take part in the collective agreement (every rank
+     * learns that one of them failed): the component handles them */
+    return report(win,
+                  ext->am_register(win, am_op_valid(op) ? op->id : 0,
+                                   am_op_valid(op) ? op->kind : 0,
+                                   am_op_valid(op) ? op->fn : NULL,
+                                   am_op_valid(op) ? op->extra : NULL, index),
+                  func);
+}
+
+int MPIX_Am_win_op_deregister(MPIX_Am_op op, MPI_Win win)
+{
+    static const char func[] = "MPIX_Am_win_op_deregister";
+    CHECK_AM_EXT(win, ext, func);
+    if (!am_op_valid(op)) return report(win, MPI_ERR_OP, func);
+    return report(win, ext->am_deregister(win, op->id), func);
+}
+
+int MPIX_Am_win_buffer_attach(void *buffer, MPI_Aint size, MPI_Win win)
+{
+    static const char func[] = "MPIX_Am_win_buffer_attach";
+    CHECK_AM_EXT(win, ext, func);
+    if (size < 0) return report(win, MPI_ERR_SIZE, func);
+    if (NULL == buffer && size > 0) return report(win, MPI_ERR_BUFFER, func);
+    return report(win, ext->am_attach(win, buffer, (size_t) size), func);
+}
+
+int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win)
+{
+    static const char func[] = "MPIX_Am_win_buffer_detach";
+    CHECK_AM_EXT(win, ext, func);
+    return report(win, ext->am_detach(win, buffer), func);
+}
+
+int MPIX_Win_am_epoch_assert(int mpi_assert, MPI_Win win)
+{
+    static const char func[] = "MPIX_Win_am_epoch_assert";
+    CHECK_AM_EXT(win, ext, func);
+    return report(win, ext->am_epoch_assert(win, mpi_assert), func);
+}
+
+static bool am_bad_type(MPI_Datatype dt)
+{
+    return NULL == dt || MPI_DATATYPE_NULL == dt || !ompi_datatype_is_committed(dt);
+}
+
+/* The S29 checks the library can make without the window's state. */
+static int am_call(int kind, const void *in_addr, int in_count, MPI_Datatype in_dt,
+                   void *out_addr, int out_count, MPI_Datatype out_dt, int num_segments,
+                   int target, MPI_Datatype tin_dt, MPI_Aint pdisp, int pcount,
+                   MPI_Datatype p_dt, MPI_Datatype tout_dt, MPIX_Am_op op, MPI_Win win,
+                   int *counts, MPI_Request *request, bool want_request, const char *func)
+{
+    ompi_osc_ucxx_am_args_t a;
+    CHECK_AM_EXT(win, ext, func);
+    if (!am_op_valid(op) || op->kind != kind) return report(win, MPI_ERR_OP, func);
+    if ((want_request && NULL == request) ||
+        (OSC_UCXX_AM_OP_AMV == kind && NULL == counts && num_segments > 0)) {
+        return report(win, MPI_ERR_ARG, func);
+    }
+    if (in_count < 0 || out_count < 0 || pcount < 0 || num_segments < 0) {
+        return report(win, MPI_ERR_COUNT, func);
+    }
+    if (MPI_PROC_NULL != target && ompi_win_peer_invalid(win, target)) {
+        return report(win, MPI_ERR_RANK, func);
+    }
+    if (am_bad_type(in_dt) || am_bad_type(out_dt) || am_bad_type(tin_dt) || am_bad_type(p_dt) ||
+        am_bad_type(tout_dt)) {
+        return report(win, MPI_ERR_TYPE, func);
+    }
+    a = (ompi_osc_ucxx_am_args_t){in_addr, in_count, in_dt, out_addr, out_count, out_dt,
+                                  num_segments, target, tin_dt, pdisp, pcount, p_dt, tout_dt,
+                                  op->id, kind};
+    return report(win, ext->am_issue(win, &a, counts, want_request ? request : NULL), func);
+}
+
+int MPIX_Am(const void *origin_input_addr, int origin_input_segment_count,
+            MPI_Datatype origin_input_segment_datatype, void *origin_output_addr,
+            int origin_output_segment_count, MPI_Datatype origin_output_segment_datatype,
+            int num_segments, int target_rank, MPI_Datatype target_input_segment_datatype,
+            MPI_Aint target_persistent_disp, int target_persistent_count,
+            MPI_Datatype target_persistent_datatype,
+            MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win)
+{
+    return am_call(OSC_UCXX_AM_OP_AM, origin_input_addr, origin_input_segment_count,
+                   origin_input_segment_datatype, origin_output_addr,
+                   origin_output_segment_count, origin_output_segment_datatype, num_segments,
+                   target_rank, target_input_segment_datatype, target_persistent_disp,
+                   target_persistent_count, target_persistent_datatype,
+                   target_output_segment_datatype, op, win, NULL, NULL, false, "MPIX_Am");
+}
+
+int MPIX_Amv(const void *origin_input_addr, int origin_input_segment_count,
+             MPI_Datatype origin_input_segment_datatype, void *origin_output_addr,
+             int origin_output_segment_count, MPI_Datatype origin_output_segment_datatype,
+             int num_segments, int target_rank, MPI_Datatype target_input_segment_datatype,
+             MPI_Aint target_persistent_disp, int target_persistent_count,
+             MPI_Datatype target_persistent_datatype,
+             MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
+             int output_segment_counts[])
+{
+    return am_call(OSC_UCXX_AM_OP_AMV, origin_input_addr, origin_input_segment_count,
+                   origin_input_segment_datatype, origin_output_addr,
+                   origin_output_segment_count, origin_output_segment_datatype, num_segments,
+                   target_rank, target_input_segment_datatype, target_persistent_disp,
+                   target_persistent_count, target_persistent_datatype,
+                   target_output_segment_datatype, op, win, output_segment_counts, NULL, false,
+                   "MPIX_Amv");
+}
+
+int MPIX_Ram(const void *origin_input_addr, int origin_input_segment_count,
+             MPI_Datatype origin_input_segment_datatype, void *origin_output_addr,
+             int origin_output_segment_count, MPI_Datatype origin_output_segment_datatype,
+             int num_segments, int target_rank, MPI_Datatype target_input_segment_datatype,
+             MPI_Aint target_persistent_disp, int target_persistent_count,
+             MPI_Datatype target_persistent_datatype,
+             MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
+             MPI_Request *request)
+{
+    return am_call(OSC_UCXX_AM_OP_AM, origin_input_addr, origin_input_segment_count,
+                   origin_input_segment_datatype, origin_output_addr,
+                   origin_output_segment_count, origin_output_segment_datatype, num_segments,
+                   target_rank, target_input_segment_datatype, target_persistent_disp,
+                   target_persistent_count, target_persistent_datatype,
+                   target_output_segment_datatype, op, win, NULL, request, true, "MPIX_Ram");
+}
+
+int MPIX_Ramv(const void *origin_input_addr, int origin_input_segment_count,
+              MPI_Datatype origin_input_segment_datatype, void *origin_output_addr,
+              int origin_output_segment_count, MPI_Datatype origin_output_segment_datatype,
+              int num_segments, int target_rank, MPI_Datatype target_input_segment_datatype,
+              MPI_Aint target_persistent_disp, int target_persistent_count,
+              MPI_Datatype target_persistent_datatype,
+              MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
+              int output_segment_counts[], MPI_Request *request)
+{
+    return am_call(OSC_UCXX_AM_OP_AMV, origin_input_addr, origin_input_segment_count,
+                   origin_input_segment_datatype, origin_output_addr,
+                   origin_output_segment_count, origin_output_segment_datatype, num_segments,
+                   target_rank, target_input_segment_datatype, target_persistent_disp,
+                   target_persistent_count, target_persistent_datatype,
+                   target_output_segment_datatype, op, win, output_segment_counts, request,
+                   true, "MPIX_Ramv");
+}

@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define MPIX_UCXX_VERSION 1
+#define MPIX_UCXX_VERSION 2
 
 /* Largest handle MPIX_Memhandle_create writes, in bytes. */
 #define MPIX_MAX_MEMHANDLE_SIZE 1024
@@ -101,6 +101,98 @@ int MPIX_Rrget_accumulate(const void *origin_addr, int origin_count,
                           MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
                           int target_count, MPI_Datatype target_datatype, MPI_Op op,
                           MPI_Win win, MPI_Request *request);
+
+/* ---- Active messages (Zhao 2016, ch. 6-8; README "Active messages") -----
+ * Ship a computation to the data: a handler registered on the window runs on
+ * a target's persistent region (target_persistent_disp, count, datatype),
+ * reading num_segments input segments and writing as many output segments,
+ * inside the window's access epochs, interoperable with put/get/accumulate.
+ * An AM of any size streams as handler invocations of whole segments
+ * through per-origin internal buffers and the target's attached user
+ * buffers.  Completion: MPI_Win_flush(_all), flush_local(_all), unlock(_all),
+ * the closing fence, MPI_Win_complete, or the request of MPIX_Ram*.
+ *
+ * Info keys (window creation or MPI_Win_set_info, per handle unless noted):
+ *   am_ordering = sameop,diffop,sameam (default) | any subset | none
+ *   am_pipeline_unit = auto (default) | N >= 1   segments per invocation
+ *   am_buf_interleave_am_detach = true (default) | false   (creation only)
+ *   am_user_buf_<rank> = bytes   (creation only) the target promises them */
+#define MPIX_AM_MAX_INDEX        65536   /* handler indices: 0 .. MPIX_AM_MAX_INDEX-1 */
+#define MPIX_MODE_CONCURRENT_AM  4096    /* only via MPIX_Win_am_epoch_assert */
+
+typedef struct mpix_am_op_s *MPIX_Am_op;            /* not an MPI_Op */
+#define MPIX_AM_OP_NULL ((MPIX_Am_op) 0)
+
+/* One invocation: segments [segment_offset, segment_offset + num_segments)
+ * of one AM.  Input segment k is at element k * input_segment_count of
+ * input_segment_datatype from input_addr (read-only), output segment k at
+ * element k * output_segment_count of output_segment_datatype from
+ * output_addr (undefined on entry).  persistent_addr is the target region in
+ * the executing process's mapping.  Returns MPI_SUCCESS or an MPI error
+ * class; must not call MPI. */
+typedef int MPIX_Am_user_function(const void *input_addr, int input_segment_count,
+                                  MPI_Datatype input_segment_datatype,
+                                  void *persistent_addr, int persistent_count,
+                                  MPI_Datatype persistent_datatype,
+                                  void *output_addr, int output_segment_count,
+                                  MPI_Datatype output_segment_datatype,
+                                  int num_segments, int segment_offset, void *extra_state);
+/* As above; output_segment_counts[k] is preset to output_segment_count and
+ * the handler lowers it to what segment k produced. */
+typedef int MPIX_Amv_user_function(const void *input_addr, int input_segment_count,
+                                   MPI_Datatype input_segment_datatype,
+                                   void *persistent_addr, int persistent_count,
+                                   MPI_Datatype persistent_datatype,
+                                   void *output_addr, int output_segment_count,
+                                   MPI_Datatype output_segment_datatype,
+                                   int num_segments, int segment_offset,
+                                   int output_segment_counts[], void *extra_state);
+
+int MPIX_Am_op_create(MPIX_Am_user_function *user_fn, void *extra_state, MPIX_Am_op *op);
+int MPIX_Amv_op_create(MPIX_Amv_user_function *user_fn, void *extra_state, MPIX_Am_op *op);
+int MPIX_Am_op_free(MPIX_Am_op *op);                                 /* local; *op = NULL */
+int MPIX_Am_win_op_register(MPIX_Am_op op, int index, MPI_Win win);  /* collective */
+int MPIX_Am_win_op_deregister(MPIX_Am_op op, MPI_Win win);          /* collective */
+int MPIX_Am_win_buffer_attach(void *buffer, MPI_Aint size, MPI_Win win);   /* local */
+int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win);      /* local, may wait */
+int MPIX_Win_am_epoch_assert(int mpi_assert, MPI_Win win);
+
+int MPIX_Am(const void *origin_input_addr, int origin_input_segment_count,
+            MPI_Datatype origin_input_segment_datatype,
+            void *origin_output_addr, int origin_output_segment_count,
+            MPI_Datatype origin_output_segment_datatype,
+            int num_segments, int target_rank, MPI_Datatype target_input_segment_datatype,
+            MPI_Aint target_persistent_disp, int target_persistent_count,
+            MPI_Datatype target_persistent_datatype,
+            MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win);
+int MPIX_Amv(const void *origin_input_addr, int origin_input_segment_count,
+             MPI_Datatype origin_input_segment_datatype,
+             void *origin_output_addr, int origin_output_segment_count,   /* max per segment */
+             MPI_Datatype origin_output_segment_datatype,
+             int num_segments, int target_rank, MPI_Datatype target_input_segment_datatype,
+             MPI_Aint target_persistent_disp, int target_persistent_count,
+             MPI_Datatype target_persistent_datatype,
+             MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
+             int output_segment_counts[]);                     /* OUT: num_segments ints */
+/* Request-based: the request completes when the AM is complete. */
+int MPIX_Ram(const void *origin_input_addr, int origin_input_segment_count,
+             MPI_Datatype origin_input_segment_datatype,
+             void *origin_output_addr, int origin_output_segment_count,
+             MPI_Datatype origin_output_segment_datatype,
+             int num_segments, int target_rank, MPI_Datatype target_input_segment_datatype,
+             MPI_Aint target_persistent_disp, int target_persistent_count,
+             MPI_Datatype target_persistent_datatype,
+             MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
+             MPI_Request *request);
+int MPIX_Ramv(const void *origin_input_addr, int origin_input_segment_count,
+              MPI_Datatype origin_input_segment_datatype,
+              void *origin_output_addr, int origin_output_segment_count,
+              MPI_Datatype origin_output_segment_datatype,
+              int num_segments, int target_rank, MPI_Datatype target_input_segment_datatype,
+              MPI_Aint target_persistent_disp, int target_persistent_count,
+              MPI_Datatype target_persistent_datatype,
+              MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
+              int output_segment_counts[], MPI_Request *request);
 
 #ifdef __cplusplus
 }

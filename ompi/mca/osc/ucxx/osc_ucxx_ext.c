@@ -15,6 +15,7 @@
 
 #include "osc_ucxx.h"
 #include "osc_ucxx_dynamic.h"
+#include "osc_ucxx_uam.h"
 
 /* ------------------------------------------------------------------------- */
 /* MPIX_Win_dup_with_info: another view on the same core. */
@@ -295,4 +296,11 @@ const ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext = {
     .memhandle_create = ext_memhandle_create,
     .memhandle_window = ext_memhandle_window,
     .memhandle_release = ext_memhandle_release,
+    .am_register = ompi_osc_ucxx_uam_register,
+    .am_deregister = ompi_osc_ucxx_uam_deregister,
+    .am_attach = ompi_osc_ucxx_uam_attach,
+    .am_detach = ompi_osc_ucxx_uam_detach,
+    .am_epoch_assert = ompi_osc_ucxx_uam_epoch_assert,
+    .am_issue = ompi_osc_ucxx_uam_issue,
+    .am_in_handler = ompi_osc_ucxx_uam_in_handler,
 };

@@ -15,13 +15,35 @@
 #include "ompi/mca/osc/osc.h"
 
 #define OSC_UCXX_MAGIC 0x6f7363756378782bULL   /* "osc ucxx+" */
-#define OSC_UCXX_EXT_VERSION 1
+#define OSC_UCXX_EXT_VERSION 2
 #define OSC_UCXX_MEMHANDLE_MAX 1024            /* = MPIX_MAX_MEMHANDLE_SIZE */
 
 struct ompi_win_t;
 struct ompi_datatype_t;
 struct ompi_op_t;
 struct ompi_request_t;
+
+/* Active messages: AM_OP_AM / AM_OP_AMV handler kinds, and one MPIX_Am*
+ * call's arguments (checked by the library for NULLs and signs). */
+#define OSC_UCXX_AM_OP_AM  1
+#define OSC_UCXX_AM_OP_AMV 2
+typedef struct {
+    const void *in_addr;
+    int in_count;
+    struct ompi_datatype_t *in_dt;
+    void *out_addr;
+    int out_count;
+    struct ompi_datatype_t *out_dt;
+    int num_segments;
+    int target;
+    struct ompi_datatype_t *tin_dt;
+    ptrdiff_t pdisp;
+    int pcount;
+    struct ompi_datatype_t *p_dt;
+    struct ompi_datatype_t *tout_dt;
+    uint64_t op_id;
+    int op_kind;
+} ompi_osc_ucxx_am_args_t;
 
 typedef struct ompi_osc_ucxx_ext_t {
     int version;
@@ -51,6 +73,19 @@ typedef struct ompi_osc_ucxx_ext_t {
     int (*memhandle_window)(struct ompi_win_t *parent, const void *handle, size_t size,
                             int disp_unit, int target, struct ompi_win_t *newwin);
     int (*memhandle_release)(struct ompi_win_t *parent, const void *handle);
+
+    /* Active messages (version 2; osc_ucxx_uam.c) */
+    int (*am_register)(struct ompi_win_t *win, uint64_t op_id, int kind, void *fn, void *extra,
+                       int index);
+    int (*am_deregister)(struct ompi_win_t *win, uint64_t op_id);
+    int (*am_attach)(struct ompi_win_t *win, void *buffer, size_t size);
+    int (*am_detach)(struct ompi_win_t *win, void *buffer);
+    int (*am_epoch_assert)(struct ompi_win_t *win, int assert);
+    /* counts: MPIX_Amv's output counts (NULL for MPIX_Am); req: MPIX_Ram* */
+    int (*am_issue)(struct ompi_win_t *win, const ompi_osc_ucxx_am_args_t *args, int *counts,
+                    struct ompi_request_t **req);
+    /* Is the calling thread inside an AM handler? */
+    bool (*am_in_handler)(void);
 } ompi_osc_ucxx_ext_t;
 
 /* How the library recognizes an osc/ucxx window. */
