@@ -88,7 +88,8 @@ typedef int (*uam_am_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Dat
 typedef int (*uam_amv_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, void *,
                             int, MPI_Datatype, int, int, int *, void *);
 
-static __thread int in_handler = 0;
+__thread int ompi_osc_ucxx_in_handler = 0;
+#define in_handler ompi_osc_ucxx_in_handler
 
 /* ------------------------------------------------------------------------- */
 /* Sizes (S7) */
