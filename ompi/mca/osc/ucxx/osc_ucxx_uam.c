@@ -284,6 +284,7 @@ static void space_take(uam_space_t *s, size_t off, size_t len)
 #define F_AMV        0x02
 #define F_CONCURRENT 0x04   /* MPIX_MODE_CONCURRENT_AM */
 #define F_SAMEAM     0x08   /* chunks of the AM run in order */
+#define F_SKIP       0x10   /* the origin gave up on these segments: count, don't run */
 #define F_ORDERED    0x80   /* (origin only) no later AM may pass it */
 
 #define W_NONE  0
@@ -697,16 +698,6 @@ static void late_fail(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_request_t *r
     }
 }
 
-/* Ask the drain to pump this target (callbacks may not send). */
-static void pump_later(ompi_osc_ucxx_module_t *module, uam_tgt_t *tg, int target)
-{
-    int32_t no = 0;
-    uam_work_t w = {.kind = K_PUMP};
-    if (opal_atomic_compare_exchange_strong_32(&tg->pump_queued, &no, 1)) {
-        ompi_osc_ucxx_am_defer(OSC_UCXX_AM_UAM_WORK, module, target, &w, sizeof(w));
-    }
-}
-
 static void send_ctrl(ompi_osc_ucxx_module_t *module, int to, uam_ctrl_t c)
 {
     uam_ctrl_t *msg = malloc(sizeof(*msg));
@@ -726,11 +717,18 @@ static void grant_release(ompi_osc_ucxx_module_t *module, uam_tgt_t *tg, int tar
     space_fini(&tg->grant);
 }
 
-/* Give up on the rest of an AM (tg->lock held). */
-static void am_abort(uam_am_t *am, int error)
+static int send_chunk(ompi_osc_ucxx_module_t *module, uam_tgt_t *tg, uam_am_t *am, int k,
+                      uint8_t where, uint64_t off, bool skip);
+
+/* Give up on the rest of an AM (tg->lock held).  The target still hears of
+ * the segments (a skip chunk), or AMs ordered after this one would wait
+ * for it forever. */
+static void am_abort(ompi_osc_ucxx_module_t *module, uam_tgt_t *tg, uam_am_t *am, int error)
 {
+    int rest = am->a.num_segments - am->next_seg;
     if (MPI_SUCCESS == am->error) am->error = error;
-    am->segs_done += am->a.num_segments - am->next_seg;
+    if (rest > 0) (void) send_chunk(module, tg, am, rest, W_NONE, 0, true);
+    am->segs_done += rest;
     am->next_seg = am->a.num_segments;
 }
 
@@ -810,11 +808,11 @@ static void need_buffer(ompi_osc_ucxx_module_t *module, uam_tgt_t *tg, uam_am_t 
 
 /* Send one chunk of am (tg->lock held). */
 static int send_chunk(ompi_osc_ucxx_module_t *module, uam_tgt_t *tg, uam_am_t *am, int k,
-                      uint8_t where, uint64_t off)
+                      uint8_t where, uint64_t off, bool skip)
 {
     ompi_datatype_t *tin = am->a.tin_dt;
     size_t dlen = 0 == am->next_seg ? desc_size(am) : 0;
-    size_t in_len = span((int64_t) k * am->n, tin);
+    size_t in_len = skip ? 0 : span((int64_t) k * am->n, tin);
     size_t len = sizeof(uam_data_t) + dlen + in_len;
     char *buf = malloc(len);
     uam_data_t *d = (uam_data_t *) buf;
@@ -825,12 +823,13 @@ static int send_chunk(ompi_osc_ucxx_module_t *module, uam_tgt_t *tg, uam_am_t *a
                       .hint = tg->hint.size, .first = (uint32_t) am->next_seg,
                       .nseg = (uint32_t) k, .total = (uint32_t) am->a.num_segments,
                       .in_len = (uint32_t) in_len,
-                      .out_len = (uint32_t) span((int64_t) k * am->m, am->a.tout_dt),
+                      .out_len = skip ? 0 : (uint32_t) span((int64_t) k * am->m, am->a.tout_dt),
                       .desc_len = (uint32_t) dlen, .index = am->index,
-                      .grant = tg->grant_id, .flags = am->flags | (dlen ? F_DESC : 0),
+                      .grant = tg->grant_id,
+                      .flags = am->flags | (dlen ? F_DESC : 0) | (skip ? F_SKIP : 0),
                       .where = where};
     if (dlen) desc_write(am, buf + sizeof(*d));
-    copy_layout(buf + sizeof(*d) + dlen - true_lb(tin), (int64_t) k * am->n, tin,
+    if (!skip) copy_layout(buf + sizeof(*d) + dlen - true_lb(tin), (int64_t) k * am->n, tin,
                 seg_ptr(am->a.in_addr, am->next_seg, am->a.in_count, am->a.in_dt),
                 (int64_t) k * am->a.in_count, am->a.in_dt);
     am->next_seg += k;
@@ -858,8 +857,8 @@ static void pump(ompi_osc_ucxx_module_t *module, uam_tgt_t *tg, int target)
                 need_buffer(module, tg, am);
                 break;
             }
-            if (OMPI_SUCCESS != send_chunk(module, tg, am, k, where, off)) {
-                am_abort(am, MPI_ERR_OTHER);
+            if (OMPI_SUCCESS != send_chunk(module, tg, am, k, where, off, false)) {
+                am_abort(module, tg, am, MPI_ERR_OTHER);
             }
         }
         if (am->next_seg == am->a.num_segments) {
@@ -898,15 +897,24 @@ static void am_finish(uam_am_t *am)
     OBJ_RELEASE(am);
 }
 
-/* A chunk's output arrived (callback or drain; memory work only). */
+#define K_OUTDONE  6   /* origin: an OUT's bookkeeping */
+
+static void out_later(ompi_osc_ucxx_module_t *module, const uam_out_t *o)
+{
+    uam_work_t w;
+    memset(&w, 0, sizeof(w));
+    w.kind = K_OUTDONE;
+    w.u.out = *o;
+    ompi_osc_ucxx_am_defer(OSC_UCXX_AM_UAM_WORK, module, o->h.from, &w, sizeof(w));
+}
+
+/* A chunk's output arrived (callback or drain): store it, memory work only. */
 static void out_arrived(ompi_osc_ucxx_module_t *module, const uam_out_t *o, const char *payload,
                         size_t len)
 {
     uam_am_t *am = (uam_am_t *) (uintptr_t) o->token;
-    uam_tgt_t *tg = am->tg;
     int status = o->status;
     size_t clen = (am->flags & F_AMV) ? o->nseg * sizeof(int32_t) : 0;
-    bool more;
 
     if (MPI_SUCCESS == status && MPI_SUCCESS == am->error) {
         const char *out = payload + clen;
@@ -929,6 +937,25 @@ static void out_arrived(ompi_osc_ucxx_module_t *module, const uam_out_t *o, cons
         }
         free(tcounts);
     }
+    if (MPI_SUCCESS != status) {
+        /* the drain records it (with the credit): no lock in a callback */
+        uam_out_t done = *o;
+        done.status = status;
+        out_later(module, &done);
+        return;
+    }
+    out_later(module, o);
+}
+
+/* The drain's part of an OUT: credit back, count, finish, pump more.
+ * (Callbacks run with UCX's worker lock held, and pump holds tg->lock while
+ * it sends: taking tg->lock in a callback would invert the two.) */
+static void out_done(ompi_osc_ucxx_module_t *module, const uam_out_t *o)
+{
+    uam_am_t *am = (uam_am_t *) (uintptr_t) o->token;
+    uam_tgt_t *tg = am->tg;
+    bool more;
+
     OSC_UCXX_LOCK(&tg->lock);
     if (W_SYS == o->where) {
         space_free(&tg->sys, o->offset, o->stage_len);
@@ -937,7 +964,7 @@ static void out_arrived(ompi_osc_ucxx_module_t *module, const uam_out_t *o, cons
     } else if (W_GRANT == o->where && tg->has_grant && tg->grant_id == o->grant) {
         space_free(&tg->grant, o->offset, o->stage_len);
     }
-    if (MPI_SUCCESS != status && MPI_SUCCESS == am->error) am->error = status;
+    if (MPI_SUCCESS != o->status && MPI_SUCCESS == am->error) am->error = o->status;
     am->segs_done += o->nseg;
     /* all sent means it left the queue (pump does both under the lock) */
     if (am->segs_done == am->a.num_segments && am->next_seg == am->a.num_segments) {
@@ -945,7 +972,7 @@ static void out_arrived(ompi_osc_ucxx_module_t *module, const uam_out_t *o, cons
     }
     more = !opal_list_is_empty(&tg->queue) || (tg->has_grant && !tg->grant_excl);
     OSC_UCXX_UNLOCK(&tg->lock);
-    if (more) pump_later(module, tg, o->h.from);
+    if (more) pump(module, tg, o->h.from);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1052,7 +1079,8 @@ static bool local_place(ompi_osc_ucxx_view_t *view, uam_tgt_t *tg, ompi_osc_ucxx
         return false;
     }
     *state = ompi_osc_ucxx_direct_state(module, t->rank);
-    if (NULL == *state || OMPI_SUCCESS != ompi_osc_ucxx_op_resolve(t, true) || !t->path.mapped) {
+    /* (the region mapped is enough: the rest of the window may be private) */
+    if (NULL == *state || OMPI_SUCCESS != ompi_osc_ucxx_op_resolve(t, false) || !t->path.mapped) {
         return false;
     }
     *paddr = (void *) (uintptr_t) (t->remote + t->path.delta);
@@ -1479,6 +1507,10 @@ static int run_chunk(ompi_osc_ucxx_module_t *module, int from, uam_work_t *w)
         ex = exec_new(module, org, from, d, desc);
         if (NULL == ex) return OMPI_ERR_WOULD_BLOCK;
     }
+    if (d->flags & F_SKIP) {
+        if ((d->flags & F_SAMEAM) && d->first != ex->next_first) return OMPI_ERR_WOULD_BLOCK;
+        goto counted;   /* the origin gave up on these segments: no OUT */
+    }
     if (MPI_SUCCESS == status) status = ex->status;
     if (MPI_SUCCESS == status) {
         if (org->watermark < d->after ||
@@ -1500,6 +1532,7 @@ static int run_chunk(ompi_osc_ucxx_module_t *module, int from, uam_work_t *w)
     }
     send_out(module, from, d, status, place + a64(d->in_len), ex, counts);
     if (counts != counts_stack) free(counts);
+counted:
     stage_unpin(uam, buf);
     ex->done += d->nseg;
     if (d->first + d->nseg > ex->next_first) ex->next_first = d->first + d->nseg;
@@ -1530,10 +1563,27 @@ static size_t pool_hinted(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *u
     return hinted;
 }
 
+static bool pool_next(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *uam, uam_ctrl_t *out_r,
+                      uam_ctrl_t *out_g);
+
 /* Serve waiting reservations, oldest first; the head waits for frees or
  * attaches when nothing large enough is free. */
 static void pool_serve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *uam)
 {
+    /* (answers are sent after the lock is dropped: callbacks take it, and a
+     * send may wait for the UCX worker lock a callback holds) */
+    for (;;) {
+        uam_ctrl_t r, g;
+        if (!pool_next(module, uam, &r, &g)) return;
+        send_ctrl(module, r.h.from, g);
+    }
+}
+
+/* The answer to the oldest waiting reservation, if it can be given now. */
+static bool pool_next(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *uam, uam_ctrl_t *out_r,
+                      uam_ctrl_t *out_g)
+{
+    bool answered = false;
     OSC_UCXX_LOCK(&uam->lock);
     while (uam->nfifo > 0) {
         uam_ctrl_t r = uam->fifo[0];
@@ -1570,9 +1620,13 @@ static void pool_serve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *uam)
             uam->grants[uam->ngrants++] = (uam_grant_t){g.grant, r.h.from, bb, off, g.len};
         }
         memmove(&uam->fifo[0], &uam->fifo[1], --uam->nfifo * sizeof(*uam->fifo));
-        send_ctrl(module, r.h.from, g);
+        *out_r = r;
+        *out_g = g;
+        answered = true;
+        break;
     }
     OSC_UCXX_UNLOCK(&uam->lock);
+    return answered;
 }
 
 static void pool_release(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *uam, int from,
@@ -1624,7 +1678,7 @@ static void grant_arrived(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *u
         size_t room = tg->sys.size > tg->hint.size ? tg->sys.size : tg->hint.size;
         OPAL_LIST_FOREACH (am, &tg->queue, uam_am_t) {
             if (chunk_need(1, am->n, am->a.tin_dt, am->m, am->a.tout_dt) > room) {
-                am_abort(am, c->status);
+                am_abort(module, tg, am, c->status);
                 break;
             }
         }
@@ -1704,6 +1758,9 @@ static int uam_work(ompi_osc_ucxx_module_t *module, int peer, void *buf, size_t 
     case K_FETCH:
     case K_OUTFETCH:
         return fetch(module, peer, w);
+    case K_OUTDONE:
+        out_done(module, &w->u.out);
+        return OMPI_SUCCESS;
     case K_PUMP:
         if (NULL != uam && NULL != uam->tgts[peer]) {
             uam->tgts[peer]->pump_queued = 0;
@@ -1775,19 +1832,34 @@ int ompi_osc_ucxx_uam_register(struct ompi_win_t *win, uint64_t op_id, int kind,
     v[2] = kind;
     v[3] = -kind;
     v[4] = err;
+    /* In the tables before the agreement: a peer that leaves the allreduce
+     * first may send us an AM at once (S28); taken out again on failure. */
+    if (MPI_SUCCESS == err) {
+        reg = calloc(1, sizeof(*reg));
+        if (NULL == reg) {
+            err = v[4] = MPI_ERR_NO_MEM;
+        } else {
+            *reg = (uam_reg_t){.id = op_id, .kind = kind, .fn = fn, .extra = extra,
+                               .index = index};
+            OSC_UCXX_LOCK(&uam->lock);
+            opal_hash_table_set_value_uint64(&uam->by_id, op_id, reg);
+            opal_hash_table_set_value_uint32(&uam->by_index, (uint32_t) index, reg);
+            OSC_UCXX_UNLOCK(&uam->lock);
+        }
+    }
     rc = allreduce_max(module, v, 5);
-    if (OMPI_SUCCESS != rc) return rc;
-    if (MPI_SUCCESS != err) return err;
-    if (0 != v[4]) return MPI_ERR_ARG;                        /* another rank failed */
-    if (v[0] != -v[1] || v[2] != -v[3]) return MPI_ERR_ARG;   /* ranks disagree */
-    reg = calloc(1, sizeof(*reg));
-    if (NULL == reg) return MPI_ERR_NO_MEM;
-    *reg = (uam_reg_t){.id = op_id, .kind = kind, .fn = fn, .extra = extra, .index = index};
-    OSC_UCXX_LOCK(&uam->lock);
-    opal_hash_table_set_value_uint64(&uam->by_id, op_id, reg);
-    opal_hash_table_set_value_uint32(&uam->by_index, (uint32_t) index, reg);
-    OSC_UCXX_UNLOCK(&uam->lock);
-    return MPI_SUCCESS;
+    if (OMPI_SUCCESS == rc && MPI_SUCCESS == err &&
+        (0 != v[4] || v[0] != -v[1] || v[2] != -v[3])) {
+        rc = MPI_ERR_ARG;   /* another rank failed, or the ranks disagree */
+    }
+    if (OMPI_SUCCESS != rc && NULL != reg) {
+        OSC_UCXX_LOCK(&uam->lock);
+        opal_hash_table_remove_value_uint64(&uam->by_id, op_id);
+        opal_hash_table_remove_value_uint32(&uam->by_index, (uint32_t) index);
+        OSC_UCXX_UNLOCK(&uam->lock);
+        free(reg);
+    }
+    return MPI_SUCCESS != err ? err : rc;
 }
 
 int ompi_osc_ucxx_uam_deregister(struct ompi_win_t *win, uint64_t op_id)
