@@ -103,6 +103,7 @@ static int check_am(const char *where, const unsigned char *out, int am, int S, 
                          "(offset %d, count %d); expected offset %ld, 1 <= count <= min(%ld, %ld)",
                          where, am, S, nseg, s, h[0], h[1], s, bound, (long) nseg - s);
                 errs++;
+                *seq = -1;   /* resynchronize at the next AM */
                 break;
             }
             if (*seq >= 0 && h[3] != *seq) {
