@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_absval", 100);
+    tu_watchdog("am_absval", 45);
     target = (rank + 1) % nprocs;
     origin = (rank + nprocs - 1) % nprocs;
     MPI_Type_vector(2, 5, 10, MPI_INT, &vec);

@@ -103,7 +103,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_concurrent", 100);
+    tu_watchdog("am_concurrent", 45);
     for (int k = 0; k < NS; k++) in[k] = k ^ MAGIC;
     all_ranks = malloc(nprocs * sizeof(int));
     for (int r = 0; r < nprocs; r++) all_ranks[r] = r;

@@ -85,7 +85,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_hist", 100);
+    tu_watchdog("am_hist", 45);
     nv = tu_slow_transport() ? 1000 : 3000;
     targets = malloc(nprocs * sizeof(int));
     for (int t = 0; t < nprocs; t++) if (t != rank) targets[ntg++] = t;

@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_search", 100);
+    tu_watchdog("am_search", 45);
     MPI_Type_contiguous(RL, MPI_CHAR, &c20);
     MPI_Type_commit(&c20);
     tin[0] = MPI_CHAR; tout[0] = MPI_CHAR; tp[0] = MPI_CHAR; pcount[0] = NDB * RL;

@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_self", 100);
+    tu_watchdog("am_self", 45);
 
     for (int f = 0; f < TU_NFLAVORS; f++) {
         tu_win_t w;

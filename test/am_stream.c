@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_stream", 110);
+    tu_watchdog("am_stream", 45);
     target = (rank + 1) % nprocs;
     origin = (rank + nprocs - 1) % nprocs;
     chunk = getenv("OMPI_MCA_osc_ucxx_am_chunk") ? atol(getenv("OMPI_MCA_osc_ucxx_am_chunk")) : 2048;
