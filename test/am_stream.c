@@ -22,7 +22,8 @@
  * segment sizes 1 B, 20 B, 3000 B, 64 KiB; num_segments 0, 1 and many
  * (1000, 1000, 300, 24; under UCX_TLS=tcp 1000, 1000, 100, 8).  Epoch kinds
  * rotate over units and flavors; under locks each AM is completed by a flush
- * (flush, flush_all, flush_local for lock_all) and checked at once. */
+ * (flush, flush_all, flush_local for lock_all) and checked at once.
+ * --am-chunk N sets MCA osc_ucxx_am_chunk (default 2048), which `auto` uses. */
 #include "mpix_ucxx.h"
 #include "testutil.h"
 #include <stdint.h>
@@ -143,6 +144,14 @@ int main(int argc, char **argv)
     int nsegs[NSIZE * NNS], ssz[NSIZE * NNS];
 
     tu_am_args(argc, argv);
+    {   /* --am-chunk N: MCA osc_ucxx_am_chunk (what `auto` aims at) */
+        long c = tu_opt_long(argc, argv, "--am-chunk", 0);
+        char v[32];
+        if (c > 0) {
+            snprintf(v, sizeof(v), "%ld", c);
+            setenv("OMPI_MCA_osc_ucxx_am_chunk", v, 1);
+        }
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
