@@ -11,8 +11,8 @@
  * MPI_Win_allocate_shared) and each epoch kind (lock exclusive, lock shared,
  * lock_all, fence, PSCW):
  *   - 3 AMs with different inputs in one epoch, checked after the epoch;
- *   - one MPIX_Ram whose output is checked right after MPI_Wait (no flush,
- *     still inside the epoch);
+ *   - one MPIX_Ram whose output is checked right after MPI_Wait, and one
+ *     completed by polling MPI_Test (no flush, still inside the epoch);
  *   - afterwards each rank checks its own window: region and guards unchanged.
  * Before any epoch, an AM must fail with MPI_ERR_RMA_SYNC, leaving its output
  * untouched (S8).  Flags: tu_am_args (--no-origin-compute, --no-sysbuf,
@@ -97,8 +97,8 @@ static const char *flavor_name(int f)
 int main(int argc, char **argv)
 {
     int target, origin;
-    int in[REPS + 1][NSEG * NIN];
-    static double out[REPS + 1][NSEG * NOUT];
+    int in[REPS + 2][NSEG * NIN];
+    static double out[REPS + 2][NSEG * NOUT];
     char where[160];
 
     tu_am_args(argc, argv);
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     tu_watchdog("am_basic", 45);
     target = (rank + 1) % nprocs;
     origin = (rank + nprocs - 1) % nprocs;
-    for (int r = 0; r <= REPS; r++) fill_input(in[r], r);
+    for (int r = 0; r <= REPS + 1; r++) fill_input(in[r], r);
 
     for (int f = 0; f <= TU_SHARED; f++) {
         tu_win_t w;
@@ -178,6 +178,18 @@ int main(int argc, char **argv)
                 char what[200];
                 snprintf(what, sizeof(what), "%s: MPIX_Ram after MPI_Wait", where);
                 check_output(out[REPS], target, REPS, what);
+            }
+            /* and one completed by polling MPI_Test */
+            TU_AM(MPIX_Ram(in[REPS + 1], NIN, MPI_INT, out[REPS + 1], NOUT, MPI_DOUBLE, NSEG,
+                           target, MPI_INT, tu_disp(&w, target, PDISP), NPERS, MPI_DOUBLE,
+                           MPI_DOUBLE, op, w.win, &req));
+            {
+                int flag = 0;
+                char what[200];
+                while (!flag) TU_AM(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
+                TU_CHECK(MPI_REQUEST_NULL == req, "%s: MPI_Test left the request", where);
+                snprintf(what, sizeof(what), "%s: MPIX_Ram after MPI_Test", where);
+                check_output(out[REPS + 1], target, REPS + 1, what);
             }
             TU_AM(tu_am_epoch_close(ep, w.win, &target, 1, &origin, 1));
             for (int r = 0; r < REPS; r++) {
