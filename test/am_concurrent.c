@@ -118,6 +118,12 @@ int main(int argc, char **argv)
         info = tu_info_new("am_pipeline_unit", "2", NULL);
         tu_win_create(f, NCNT * sizeof(int), sizeof(int), info, MPI_COMM_WORLD, &w);
         MPI_Info_free(&info);
+        {
+            char got[64];
+            TU_CHECK(tu_win_info_get(w.win, "am_pipeline_unit", got, sizeof(got)) &&
+                     0 == strcmp(got, "2"), "%s: am_pipeline_unit from the creation info reads "
+                     "'%s', expected '2'", tu_flavor_names[f], got);
+        }
         c = w.base;
         opu = tu_am_op(unflagged_fn, NULL, 600, w.win);
         opf = tu_am_op(flagged_fn, NULL, 601, w.win);

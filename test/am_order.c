@@ -8,7 +8,8 @@
  * (the persistent region of every AM: the whole log, so regions overlap;
  * slot index by __atomic fetch-add) and returns the slot index as output.
  * For each window flavor, each am_ordering value (set with MPI_Win_set_info,
- * checked with MPI_Win_get_info) and each epoch kind (lock_all, fence,
+ * checked with MPI_Win_get_info; allocate windows are created with
+ * am_ordering=none in the creation info, then set back to the default) and each epoch kind (lock_all, fence,
  * exclusive locks), the target checks its log:
  *   - complete: every (origin, seq, segment) exactly once (all settings);
  *   - sameop: an AM and a later one with the same op: all of the first's
@@ -167,7 +168,16 @@ int main(int argc, char **argv)
         MPIX_Am_op op[2];
         void *ubuf;
         if (!tu_flavor_enabled(f)) continue;
-        tu_win_create(f, LOGN * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+        {   /* allocate windows start as am_ordering=none (creation info), the others default */
+            MPI_Info info = TU_ALLOCATE == f ? tu_info_new("am_ordering", "none", NULL) : MPI_INFO_NULL;
+            char got[64];
+            tu_win_create(f, LOGN * sizeof(int), sizeof(int), info, MPI_COMM_WORLD, &w);
+            if (MPI_INFO_NULL != info) MPI_Info_free(&info);
+            TU_CHECK(tu_win_info_get(w.win, "am_ordering", got, sizeof(got)) &&
+                     0 == strcmp(got, TU_ALLOCATE == f ? "none" : "sameop,diffop,sameam"),
+                     "%s: after creation MPI_Win_get_info am_ordering = '%s'", tu_flavor_names[f],
+                     got);
+        }
         lg = w.base;
         op[0] = tu_am_op(log_fn, (void *) &op_ids[0], 500, w.win);
         op[1] = tu_am_op(log_fn, (void *) &op_ids[1], 501, w.win);
@@ -176,7 +186,7 @@ int main(int argc, char **argv)
 
         for (int si = 0; si < NSET; si++) {
             char got[64];
-            if (si > 0) {
+            if (si > 0 || TU_ALLOCATE == f) {
                 MPI_Info info = tu_info_new("am_ordering", settings[si], NULL);
                 TU_AM(MPI_Win_set_info(w.win, info));
                 MPI_Info_free(&info);
