@@ -14,8 +14,9 @@
  *   - one MPIX_Ram whose output is checked right after MPI_Wait, and one
  *     completed by polling MPI_Test (no flush, still inside the epoch);
  *   - afterwards each rank checks its own window: region and guards unchanged.
- * Before any epoch, an AM must fail with MPI_ERR_RMA_SYNC, leaving its output
- * untouched (S8).  Flags: tu_am_args (--no-origin-compute, --no-sysbuf,
+ * Right after MPIX_Am_win_op_register returns (no barrier), an AM to the
+ * target must work (S28).  Outside any epoch, an AM must fail with
+ * MPI_ERR_RMA_SYNC, leaving its output untouched (S8).  Flags: tu_am_args (--no-origin-compute, --no-sysbuf,
  * --progress-thread, --progress-wait). */
 #include "mpix_ucxx.h"
 #include "testutil.h"
@@ -132,9 +133,26 @@ int main(int argc, char **argv)
         }
         base = w.base;
         for (int j = 0; j < WINN; j++) base[j] = wval(rank, j);
-        op = tu_am_op(basic_fn, NULL, 7, w.win);
         /* seg_need = a64(40) + a64(80) = 192: plenty for --no-sysbuf */
         ubuf = tu_am_attach(w.win, 4096);
+        op = tu_am_op(basic_fn, NULL, 7, w.win);
+
+        /* S28: AMs may be issued as soon as the registration returns (no barrier) */
+        {
+            int rc, cls;
+            snprintf(where, sizeof(where), "%s window, AM right after register",
+                     flavor_name(f));
+            tu_where = where;
+            memset(out[0], 0, sizeof(out[0]));
+            TU_AM(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, w.win));
+            TU_AM(MPIX_Am(in[0], NIN, MPI_INT, out[0], NOUT, MPI_DOUBLE, NSEG, target, MPI_INT,
+                          tu_disp(&w, target, PDISP), NPERS, MPI_DOUBLE, MPI_DOUBLE, op, w.win));
+            rc = MPI_Win_unlock(target, w.win);
+            cls = tu_err_class(rc);
+            TU_CHECK(MPI_SUCCESS == cls, "%s: MPI_Win_unlock returned %s (%d): the target did "
+                     "not know the op yet (S28)", where, tu_err_class_name(cls), cls);
+            if (MPI_SUCCESS == cls) check_output(out[0], target, 0, where);
+        }
         MPI_Barrier(MPI_COMM_WORLD);
 
         /* S8: no epoch yet -> MPI_ERR_RMA_SYNC, nothing done */
