@@ -22,7 +22,8 @@
  * segment sizes 1 B, 20 B, 3000 B, 64 KiB; num_segments 0, 1 and many
  * (1000, 1000, 300, 24; under UCX_TLS=tcp 1000, 1000, 100, 8).  Epoch kinds
  * rotate over units and flavors; under locks each AM is completed by a flush
- * (flush, flush_all, flush_local for lock_all) and checked at once.
+ * (flush, flush_all; flush_local or flush_local_all for lock_all) and
+ * checked at once.
  * --am-chunk N sets MCA osc_ucxx_am_chunk (default 2048), which `auto` uses. */
 #include "mpix_ucxx.h"
 #include "testutil.h"
@@ -222,7 +223,10 @@ int main(int argc, char **argv)
                               w.win));
                 if (TU_EP_LOCK_EXCL == ep) TU_AM(MPI_Win_flush(target, w.win));
                 if (TU_EP_LOCK_SHARED == ep) TU_AM(MPI_Win_flush_all(w.win));
-                if (TU_EP_LOCK_ALL == ep) TU_AM(MPI_Win_flush_local(target, w.win));
+                if (TU_EP_LOCK_ALL == ep) {
+                    if (a % 2) TU_AM(MPI_Win_flush_local(target, w.win));
+                    else TU_AM(MPI_Win_flush_local_all(w.win));
+                }
                 if (ep <= TU_EP_LOCK_ALL) {
                     my_invocations += check_am(where, out[a], ui * 100 + a, S, nsegs[a], bound, &seq);
                 }
