@@ -461,6 +461,14 @@ static int am_call(int kind, const void *in_addr, int in_count, MPI_Datatype in_
     return report(win, ext->am_issue(win, &a, counts, want_request ? request : NULL), func);
 }
 
+/* The arguments every MPIX_Am* passes on, by their names in the prototypes. */
+#define AM_ARGS                                                                       \
+    origin_input_addr, origin_input_segment_count, origin_input_segment_datatype,     \
+        origin_output_addr, origin_output_segment_count, origin_output_segment_datatype, \
+        num_segments, target_rank, target_input_segment_datatype, target_persistent_disp, \
+        target_persistent_count, target_persistent_datatype,                           \
+        target_output_segment_datatype, op, win
+
 int MPIX_Am(const void *origin_input_addr, int origin_input_segment_count,
             MPI_Datatype origin_input_segment_datatype, void *origin_output_addr,
             int origin_output_segment_count, MPI_Datatype origin_output_segment_datatype,
@@ -469,12 +477,7 @@ int MPIX_Am(const void *origin_input_addr, int origin_input_segment_count,
             MPI_Datatype target_persistent_datatype,
             MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win)
 {
-    return am_call(OSC_UCXX_AM_OP_AM, origin_input_addr, origin_input_segment_count,
-                   origin_input_segment_datatype, origin_output_addr,
-                   origin_output_segment_count, origin_output_segment_datatype, num_segments,
-                   target_rank, target_input_segment_datatype, target_persistent_disp,
-                   target_persistent_count, target_persistent_datatype,
-                   target_output_segment_datatype, op, win, NULL, NULL, false, "MPIX_Am");
+    return am_call(OSC_UCXX_AM_OP_AM, AM_ARGS, NULL, NULL, false, "MPIX_Am");
 }
 
 int MPIX_Amv(const void *origin_input_addr, int origin_input_segment_count,
@@ -486,12 +489,7 @@ int MPIX_Amv(const void *origin_input_addr, int origin_input_segment_count,
              MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
              int output_segment_counts[])
 {
-    return am_call(OSC_UCXX_AM_OP_AMV, origin_input_addr, origin_input_segment_count,
-                   origin_input_segment_datatype, origin_output_addr,
-                   origin_output_segment_count, origin_output_segment_datatype, num_segments,
-                   target_rank, target_input_segment_datatype, target_persistent_disp,
-                   target_persistent_count, target_persistent_datatype,
-                   target_output_segment_datatype, op, win, output_segment_counts, NULL, false,
+    return am_call(OSC_UCXX_AM_OP_AMV, AM_ARGS, output_segment_counts, NULL, false,
                    "MPIX_Amv");
 }
 
@@ -504,12 +502,7 @@ int MPIX_Ram(const void *origin_input_addr, int origin_input_segment_count,
              MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
              MPI_Request *request)
 {
-    return am_call(OSC_UCXX_AM_OP_AM, origin_input_addr, origin_input_segment_count,
-                   origin_input_segment_datatype, origin_output_addr,
-                   origin_output_segment_count, origin_output_segment_datatype, num_segments,
-                   target_rank, target_input_segment_datatype, target_persistent_disp,
-                   target_persistent_count, target_persistent_datatype,
-                   target_output_segment_datatype, op, win, NULL, request, true, "MPIX_Ram");
+    return am_call(OSC_UCXX_AM_OP_AM, AM_ARGS, NULL, request, true, "MPIX_Ram");
 }
 
 int MPIX_Ramv(const void *origin_input_addr, int origin_input_segment_count,
@@ -521,11 +514,6 @@ int MPIX_Ramv(const void *origin_input_addr, int origin_input_segment_count,
               MPI_Datatype target_output_segment_datatype, MPIX_Am_op op, MPI_Win win,
               int output_segment_counts[], MPI_Request *request)
 {
-    return am_call(OSC_UCXX_AM_OP_AMV, origin_input_addr, origin_input_segment_count,
-                   origin_input_segment_datatype, origin_output_addr,
-                   origin_output_segment_count, origin_output_segment_datatype, num_segments,
-                   target_rank, target_input_segment_datatype, target_persistent_disp,
-                   target_persistent_count, target_persistent_datatype,
-                   target_output_segment_datatype, op, win, output_segment_counts, request,
+    return am_call(OSC_UCXX_AM_OP_AMV, AM_ARGS, output_segment_counts, request,
                    true, "MPIX_Ramv");
 }

@@ -52,6 +52,7 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
     bool closes = module->fence_open && !(assert & MPI_MODE_NOPRECEDE);
     bool opens = !(assert & MPI_MODE_NOSUCCEED);
     int rc = OMPI_SUCCESS, r2;
+    OSC_UCXX_NOT_IN_HANDLER();
 
     if (assert & ~(MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE |
                    MPI_MODE_NOSUCCEED)) {
@@ -113,6 +114,7 @@ int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     int n, *ranks;
+    OSC_UCXX_NOT_IN_HANDLER();
 
     ompi_osc_ucxx_serve(module);
     if (assert & ~MPI_MODE_NOCHECK) {
@@ -130,6 +132,7 @@ int ompi_osc_ucxx_complete(struct ompi_win_t *win)
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     ompi_osc_ucxx_epoch_t *e = module->access;
     int rc, r2;
+    OSC_UCXX_NOT_IN_HANDLER();
 
     if (OSC_UCXX_EPOCH_START != ompi_osc_ucxx_epoch_kind(module)) {
         return OMPI_ERR_RMA_SYNC;
@@ -152,6 +155,7 @@ int ompi_osc_ucxx_post(struct ompi_group_t *group, int assert, struct ompi_win_t
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     int n, *ranks, rc;
+    OSC_UCXX_NOT_IN_HANDLER();
 
     ompi_osc_ucxx_serve(module);
     if (assert & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)) {
@@ -174,6 +178,7 @@ int ompi_osc_ucxx_post(struct ompi_group_t *group, int assert, struct ompi_win_t
 int ompi_osc_ucxx_wait(struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    OSC_UCXX_NOT_IN_HANDLER();
 
     if (!module->exposed) {
         return OMPI_ERR_RMA_SYNC;
@@ -187,6 +192,7 @@ int ompi_osc_ucxx_wait(struct ompi_win_t *win)
 int ompi_osc_ucxx_test(struct ompi_win_t *win, int *flag)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    OSC_UCXX_NOT_IN_HANDLER();
 
     ompi_osc_ucxx_serve(module);
     if (!module->exposed) {

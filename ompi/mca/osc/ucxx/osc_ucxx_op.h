@@ -32,6 +32,7 @@ static inline int ompi_osc_ucxx_op_begin(ompi_osc_ucxx_view_t *view, int rank, p
     ompi_osc_ucxx_module_t *module = view->core;
     int rc;
 
+    OSC_UCXX_NOT_IN_HANDLER();
     if (rank == module->rank) {
         ompi_osc_ucxx_serve(module);
     }

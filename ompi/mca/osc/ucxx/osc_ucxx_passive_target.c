@@ -169,6 +169,7 @@ static ompi_osc_ucxx_worker_t *flush_scope(ompi_osc_ucxx_view_t *view)
 int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    OSC_UCXX_NOT_IN_HANDLER();
     if (!ompi_osc_ucxx_epoch_passive(view->core, target)) {
         return OMPI_ERR_RMA_SYNC;
     }
@@ -211,6 +212,7 @@ int ompi_osc_ucxx_lock(int lock_type, int target, int assert, struct ompi_win_t 
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     bool nocheck = assert & MPI_MODE_NOCHECK;
     int rc;
+    OSC_UCXX_NOT_IN_HANDLER();
 
     ompi_osc_ucxx_serve(module);
     rc = ompi_osc_ucxx_epoch_lock_begin(module, target);
@@ -232,6 +234,7 @@ int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     bool nocheck;
     int type, rc, r2 = OMPI_SUCCESS;
+    OSC_UCXX_NOT_IN_HANDLER();
 
     ompi_osc_ucxx_serve(module);
     rc = ompi_osc_ucxx_epoch_unlock_begin(module, target, &type, &nocheck);
@@ -255,6 +258,7 @@ int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
 int ompi_osc_ucxx_lock_all(int assert, struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    OSC_UCXX_NOT_IN_HANDLER();
     ompi_osc_ucxx_serve(module);
     return ompi_osc_ucxx_epoch_begin(module, OSC_UCXX_EPOCH_LOCK_ALL, assert);
 }
@@ -263,6 +267,7 @@ int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     int rc, r2;
+    OSC_UCXX_NOT_IN_HANDLER();
 
     ompi_osc_ucxx_serve(module);
     if (OSC_UCXX_EPOCH_LOCK_ALL != ompi_osc_ucxx_epoch_kind(module)) {

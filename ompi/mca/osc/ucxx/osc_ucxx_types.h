@@ -99,6 +99,7 @@ typedef struct ompi_osc_ucxx_component_t {
     int progress_efd;         /* wait mode: the epoll set of the main worker and wake_fd */
     int progress_wake_fd;     /* eventfd: work was deferred for the waiting thread */
     volatile int32_t progress_sleeping;
+    volatile uint32_t app_polls;  /* progress calls by application threads */
     pthread_t progress_tid;
     volatile bool progress_stop;
     bool progress_running;
@@ -158,6 +159,14 @@ static inline int64_t ompi_osc_ucxx_add64(volatile int64_t *p, int64_t v)
     if (OSC_UCXX.mt) return opal_atomic_add_fetch_64(p, v);
     return *p += v;
 }
+
+/* Inside a user active-message handler (osc_ucxx_uam.c): the component's
+ * calls return MPI_ERR_OTHER there, and no handler runs inside another. */
+extern __thread int ompi_osc_ucxx_in_handler;
+#define OSC_UCXX_NOT_IN_HANDLER()                                             \
+    do {                                                                      \
+        if (OPAL_UNLIKELY(ompi_osc_ucxx_in_handler)) return MPI_ERR_OTHER;    \
+    } while (0)
 
 /* A peer's published worker address. */
 typedef struct {

@@ -88,7 +88,8 @@ typedef int (*uam_am_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Dat
 typedef int (*uam_amv_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, void *,
                             int, MPI_Datatype, int, int, int *, void *);
 
-static __thread int in_handler = 0;
+__thread int ompi_osc_ucxx_in_handler = 0;
+#define in_handler ompi_osc_ucxx_in_handler
 
 /* ------------------------------------------------------------------------- */
 /* Sizes (S7) */
@@ -598,7 +599,8 @@ static int chunk_unit(ompi_osc_ucxx_view_t *view, int n, ompi_datatype_t *tin, i
     size_t need;
     if (view->am_unit > 0) return view->am_unit;
     need = chunk_need(1, n, tin, m, tout);
-    if (0 == need || need >= OSC_UCXX.am_chunk) return 1 + (0 == need ? 63 : 0);
+    if (0 == need) return INT32_MAX;   /* segments without data take no staging */
+    if (need >= OSC_UCXX.am_chunk) return 1;
     return (int) (OSC_UCXX.am_chunk / need);
 }
 
@@ -762,6 +764,11 @@ static bool place_chunk(uam_tgt_t *tg, const uam_am_t *am, int *k, uint8_t *wher
 {
     uam_space_t *spaces[3] = {&tg->hint, &tg->sys, tg->has_grant ? &tg->grant : NULL};
     const uint8_t kinds[3] = {W_HINT, W_SYS, W_GRANT};
+    if (0 == chunk_need(*k, am->n, am->a.tin_dt, am->m, am->a.tout_dt)) {
+        *where = W_NONE;   /* nothing to stage */
+        *off = 0;
+        return true;
+    }
     for (int kk = *k; kk >= 1; kk = kk > 1 ? kk / 2 : 0) {
         size_t need = chunk_need(kk, am->n, am->a.tin_dt, am->m, am->a.tout_dt), o;
         for (int i = 0; i < 3; ++i) {
@@ -1178,7 +1185,10 @@ static int stage_place(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *uam,
     *buf = -1;
     if (NULL == org) return MPI_ERR_NO_MEM;
     OSC_UCXX_LOCK(&uam->lock);
-    if (W_SYS == d->where) {
+    if (W_NONE == d->where && 0 == need) {
+        *place = NULL;
+        rc = MPI_SUCCESS;
+    } else if (W_SYS == d->where) {
         if (NULL == org->sys && OSC_UCXX.am_sysbuf > 0 &&
             0 != posix_memalign((void **) &org->sys, 64, OSC_UCXX.am_sysbuf)) {
             org->sys = NULL;
@@ -1226,7 +1236,7 @@ static void chunk_arrived(ompi_osc_ucxx_module_t *module, int from, const uam_da
     } else {
         w->status = stage_place(module, module->uam, from, d, &place, &buf);
     }
-    if (MPI_SUCCESS == w->status) {
+    if (MPI_SUCCESS == w->status && d->in_len > 0) {
         memcpy(place, payload + d->desc_len, d->in_len);
     }
     memcpy((char *) (w + 1), payload, len < d->desc_len ? len : d->desc_len);

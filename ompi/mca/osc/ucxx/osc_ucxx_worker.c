@@ -43,12 +43,24 @@ static void progress_wait_loop(void)
     struct epoll_event ev;
     uint64_t junk;
 
+    struct timespec nap = {0, 200000};
+    uint32_t polls = OSC_UCXX.app_polls - 1;
+    int quiet = 0;
+
     while (!OSC_UCXX.progress_stop) {
+        /* The application is inside MPI and progresses the worker itself:
+         * stay out of its way (arming the worker while another thread
+         * progresses it was seen to stall TCP transfers for seconds). */
+        if (polls != OSC_UCXX.app_polls) {
+            polls = OSC_UCXX.app_polls;
+            quiet = 0;
+            nanosleep(&nap, NULL);
+            continue;
+        }
         int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
         n += ompi_osc_ucxx_am_drain();
-        if (0 != n) continue;
-        if (ompi_osc_ucxx_am_pending()) {
-            nanosleep(&pause, NULL);
+        if (0 != n || ompi_osc_ucxx_am_pending() || ++quiet < 5) {
+            if (0 == n) nanosleep(&pause, NULL);
             continue;
         }
         if (UCS_OK != ucp_worker_arm(OSC_UCXX.main_worker->ucp)) {
@@ -519,6 +531,7 @@ int ompi_osc_ucxx_progress(void)
     if (NULL == OSC_UCXX.main_worker) {
         return 0;
     }
+    OSC_UCXX.app_polls++;   /* (racy on purpose: any change will do) */
     count = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
     count += ompi_osc_ucxx_am_drain();
     if (NULL != self && self != OSC_UCXX.main_worker) {
