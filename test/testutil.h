@@ -281,4 +281,156 @@ static inline void tu_watchdog(const char *name, unsigned seconds)
     alarm(seconds);
 }
 
+/* ---- Active-message tests ----------------------------------------------------
+ * (am_*, MPIX_Am of mpix/mpix_ucxx.h; kept in one block for easy merges)
+ * tu_am_args(argc, argv), before MPI_Init: the flags every AM test accepts,
+ * turned into MCA parameters through the environment:
+ *   --no-origin-compute  osc_ucxx_am_origin_compute=0 (handlers run at the target)
+ *   --no-sysbuf          osc_ucxx_am_sysbuf=0 (no internal buffers: user buffers only)
+ *   --progress-thread    osc_ucxx_progress_thread=1
+ *   --progress-wait      the same thread, blocking in ucp_worker_wait
+ * Other arguments are left to the test.
+ * tu_am_epoch_open/close: one access epoch of a kind (TU_EP_*) to a set of
+ * targets; fence is collective (opened by fence(0), closed by
+ * fence(MPI_MODE_NOSUCCEED), so no epoch is open after it), PSCW also
+ * exposes the window to `origins`. */
+static inline void tu_am_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], "--no-origin-compute")) {
+            setenv("OMPI_MCA_osc_ucxx_am_origin_compute", "0", 1);
+        } else if (0 == strcmp(argv[i], "--no-sysbuf")) {
+            setenv("OMPI_MCA_osc_ucxx_am_sysbuf", "0", 1);
+        } else if (0 == strcmp(argv[i], "--progress-thread")) {
+            setenv("OMPI_MCA_osc_ucxx_progress_thread", "1", 1);
+        } else if (0 == strcmp(argv[i], "--progress-wait")) {
+            setenv("OMPI_MCA_osc_ucxx_progress_thread", "1", 1);
+            setenv("OMPI_MCA_osc_ucxx_progress_thread_wait", "1", 1);
+        }
+    }
+}
+
+/* Checks an MPI/MPIX call made with MPI_ERRORS_RETURN: prints the class of
+ * a failure and aborts (the program cannot go on sensibly after it). */
+#define TU_AM(call)                                                          \
+    do {                                                                     \
+        int tu_rc_ = (call);                                                 \
+        if (MPI_SUCCESS != tu_rc_) {                                         \
+            char tu_msg_[MPI_MAX_ERROR_STRING];                              \
+            int tu_len_, tu_rank_, tu_cls_ = tu_err_class(tu_rc_);           \
+            MPI_Comm_rank(MPI_COMM_WORLD, &tu_rank_);                        \
+            MPI_Error_string(tu_rc_, tu_msg_, &tu_len_);                     \
+            fprintf(stderr, "[rank %d] %s:%d: %s failed: class %d (%s): %s (at: %s)\n", \
+                    tu_rank_, __FILE__, __LINE__, #call, tu_cls_,            \
+                    tu_err_class_name(tu_cls_), tu_msg_, tu_where);          \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                    \
+        }                                                                    \
+    } while (0)
+
+enum { TU_EP_LOCK_EXCL, TU_EP_LOCK_SHARED, TU_EP_LOCK_ALL, TU_EP_FENCE, TU_EP_PSCW, TU_NEPOCHS };
+static const char *tu_epoch_names[] = { "lock(exclusive)", "lock(shared)", "lock_all", "fence",
+                                        "PSCW" };
+
+static inline MPI_Group tu_am_group(const int *ranks, int n)
+{
+    MPI_Group world, g;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, n, (int *) ranks, &g);
+    MPI_Group_free(&world);
+    return g;
+}
+
+/* Opens an access epoch of `kind` to targets[0..nt) (ascending, distinct:
+ * locks are taken in rank order); PSCW also posts to origins[0..no).
+ * Fence is collective over the window.  Returns an MPI error code. */
+static inline int tu_am_epoch_open(int kind, MPI_Win win, const int *targets, int nt,
+                                   const int *origins, int no)
+{
+    int rc = MPI_SUCCESS;
+    switch (kind) {
+    case TU_EP_LOCK_EXCL:
+    case TU_EP_LOCK_SHARED:
+        for (int i = 0; i < nt && MPI_SUCCESS == rc; i++) {
+            rc = MPI_Win_lock(TU_EP_LOCK_EXCL == kind ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED,
+                              targets[i], 0, win);
+        }
+        break;
+    case TU_EP_LOCK_ALL: rc = MPI_Win_lock_all(0, win); break;
+    case TU_EP_FENCE: rc = MPI_Win_fence(0, win); break;
+    case TU_EP_PSCW:
+        if (no > 0) {
+            MPI_Group g = tu_am_group(origins, no);
+            rc = MPI_Win_post(g, 0, win);
+            MPI_Group_free(&g);
+        }
+        if (nt > 0 && MPI_SUCCESS == rc) {
+            MPI_Group g = tu_am_group(targets, nt);
+            rc = MPI_Win_start(g, 0, win);
+            MPI_Group_free(&g);
+        }
+        break;
+    }
+    return rc;
+}
+
+/* Closes what tu_am_epoch_open opened (same arguments); the first error
+ * code is returned, every synchronization call is still made. */
+static inline int tu_am_epoch_close(int kind, MPI_Win win, const int *targets, int nt,
+                                    const int *origins, int no)
+{
+    int rc = MPI_SUCCESS, r;
+    (void) origins;
+    switch (kind) {
+    case TU_EP_LOCK_EXCL:
+    case TU_EP_LOCK_SHARED:
+        for (int i = nt - 1; i >= 0; i--) {
+            r = MPI_Win_unlock(targets[i], win);
+            if (MPI_SUCCESS == rc) rc = r;
+        }
+        break;
+    case TU_EP_LOCK_ALL: rc = MPI_Win_unlock_all(win); break;
+    case TU_EP_FENCE: rc = MPI_Win_fence(MPI_MODE_NOSUCCEED, win); break;
+    case TU_EP_PSCW:
+        if (nt > 0) rc = MPI_Win_complete(win);
+        if (no > 0) {
+            r = MPI_Win_wait(win);
+            if (MPI_SUCCESS == rc) rc = r;
+        }
+        break;
+    }
+    return rc;
+}
+
+#ifdef MPIX_UCXX_H   /* include mpix_ucxx.h before testutil.h for these */
+/* Makes and registers an AM op at `index` (collective over the window). */
+static inline MPIX_Am_op tu_am_op(MPIX_Am_user_function *fn, void *extra, int index, MPI_Win win)
+{
+    MPIX_Am_op op = MPIX_AM_OP_NULL;
+    TU_AM(MPIX_Am_op_create(fn, extra, &op));
+    TU_AM(MPIX_Am_win_op_register(op, index, win));
+    return op;
+}
+
+/* Deregisters (collective) and frees an op made by tu_am_op. */
+static inline void tu_am_op_done(MPIX_Am_op *op, MPI_Win win)
+{
+    TU_AM(MPIX_Am_win_op_deregister(*op, win));
+    TU_AM(MPIX_Am_op_free(op));
+}
+
+/* A user buffer of `bytes` attached to the window (S21: a portable target
+ * attaches at least the largest seg_need it receives); detach with
+ * MPIX_Am_win_buffer_detach and free(), or let MPI_Win_free detach it. */
+static inline void *tu_am_attach(MPI_Win win, size_t bytes)
+{
+    void *buf = malloc(bytes);
+    if (NULL == buf) { fprintf(stderr, "tu_am_attach: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
+    TU_AM(MPIX_Am_win_buffer_attach(buf, (MPI_Aint) bytes, win));
+    return buf;
+}
+#endif
+
+/* seg_need of S7 for contiguous byte layouts: a64(in) + a64(out). */
+static inline size_t tu_am_a64(size_t n) { return (n + 63) & ~(size_t) 63; }
+
 #endif
