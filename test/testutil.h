@@ -281,4 +281,29 @@ static inline void tu_watchdog(const char *name, unsigned seconds)
     alarm(seconds);
 }
 
+/* ---- Active-message tests ----
+ * tu_am_args(argc, argv): the flags every AM test (am_*) accepts, turned
+ * into MCA parameters in the environment; call before MPI_Init.  Other
+ * arguments are left to the test.
+ *   --no-origin-compute  osc_ucxx_am_origin_compute=0 (handlers run at the target)
+ *   --no-sysbuf          osc_ucxx_am_sysbuf=0 (no internal per-origin buffers)
+ *   --progress-thread    osc_ucxx_progress_thread=1 (polling)
+ *   --progress-wait      the progress thread in wait mode (progress_thread_wait=1) */
+static inline void tu_am_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (0 == strcmp(argv[i], "--no-origin-compute")) {
+            setenv("OMPI_MCA_osc_ucxx_am_origin_compute", "0", 1);
+        } else if (0 == strcmp(argv[i], "--no-sysbuf")) {
+            setenv("OMPI_MCA_osc_ucxx_am_sysbuf", "0", 1);
+        } else if (0 == strcmp(argv[i], "--progress-thread")) {
+            setenv("OMPI_MCA_osc_ucxx_progress_thread", "1", 1);
+        } else if (0 == strcmp(argv[i], "--progress-wait")) {
+            setenv("OMPI_MCA_osc_ucxx_progress_thread", "1", 1);
+            setenv("OMPI_MCA_osc_ucxx_progress_thread_wait", "1", 1);
+        }
+    }
+}
+/* ---- end of the active-message tests block ---- */
+
 #endif
