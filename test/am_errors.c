@@ -38,7 +38,8 @@
  * MPIX_Ram) while the first and third AM's outputs are right; a handler
  * returning 123456789 -> MPI_ERR_OTHER; a 12 KB segment with no user buffer
  * and the default 8 KB internal buffer -> MPI_ERR_BUFFER (unless computed at
- * the origin; with --no-sysbuf any segment); an AM on a dynamic window at an
+ * the origin; every window keeps a 4 KB user buffer attached for the
+ * correct AMs, as --no-sysbuf needs); an AM on a dynamic window at an
  * address the target never attached -> MPI_ERR_RMA_RANGE.
  * MPI_PROC_NULL (MPIX_Am, MPIX_Amv, MPIX_Ram) and num_segments 0: MPI_SUCCESS,
  * outputs and counters untouched.
@@ -49,7 +50,8 @@
 #define M 4
 #define PC 16          /* persistent ints (counters) */
 #define WINB 1024
-#define BIGN 3000      /* ints per segment of the MPI_ERR_BUFFER case */
+#define BIGN 3000      /* ints per segment of the MPI_ERR_BUFFER case (12 KB) */
+#define KEEPB 4096     /* user buffer every window keeps attached (< one BIGN segment) */
 
 static int rank, nprocs, next, strict;
 static int *pids;
@@ -498,8 +500,11 @@ static void dynamic_range(void)
     int in[N], out[M];
     char what[] = "dynamic window, region not attached at the target";
     tu_where = what;
+    void *keep = ux_buf(KEEPB);
     ux_win_create(TU_DYNAMIC, WINB, MPI_INFO_NULL, &d);
     TU_MPI(MPIX_Am_win_op_register(op_ok, 0, d.win));
+    TU_MPI(MPIX_Am_win_buffer_attach(keep, KEEPB, d.win));
+    MPI_Barrier(MPI_COMM_WORLD);
     gen_in(in, 1, 5);
     TU_MPI(MPI_Win_lock_all(0, d.win));
     /* the target's base + 1 MiB: never attached there */
@@ -538,6 +543,7 @@ static void dynamic_range(void)
     }
     TU_MPI(MPIX_Am_win_op_deregister(op_ok, d.win));
     ux_win_free(&d);
+    free(keep);
 }
 
 static void proc_null(tu_win_t *w)
@@ -593,8 +599,11 @@ int main(int argc, char **argv)
     for (int f = 0; f < UX_NFLAVORS; f++) {
         tu_win_t w;
         if (!ux_flavor_enabled(f) || TU_DYNAMIC == f) continue;
+        void *keep = ux_buf(KEEPB);
         ux_win_create(f, WINB, MPI_INFO_NULL, &w);
         g_win = w.win;
+        /* user buffer for the correct AMs (needed with --no-sysbuf); stays attached until the free */
+        TU_MPI(MPIX_Am_win_buffer_attach(keep, KEEPB, w.win));
         ops_and_register(&w);
         call_errors(&w);
         attach_errors(&w);
@@ -607,6 +616,7 @@ int main(int argc, char **argv)
         check_counters(&w, "at the end");
         ux_win_free(&w);   /* registrations and buffers dropped by the free */
         g_win = MPI_WIN_NULL;
+        free(keep);
     }
     if (tu_flavor_enabled(TU_DYNAMIC)) dynamic_range();
     MPIX_Am_op_free(&op_ok);
