@@ -122,7 +122,7 @@ static void run(int f)
 
     ux_win_create(f, WINB, MPI_INFO_NULL, &w);
     pd = ux_disp(&w, next, 0);
-    TU_MPI(MPIX_Am_win_op_register(op, 100, w.win));
+    TU_MPI(ux_register(op, 100, w.win));
     ux_lock_self(&w);
     for (int j = 0; j < NREC; j++) rec(rank, j, (char *) w.base + j * RL);
     ux_unlock_self(&w);
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     next = (rank + 1) % nprocs;
-    tu_watchdog("am_amv", 100);
+    tu_watchdog("am_amv", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     MPI_Type_contiguous(RL, MPI_CHAR, &rec_t);
     MPI_Type_commit(&rec_t);
     MPI_Type_contiguous(2, MPI_CHAR, &two_t);

@@ -43,7 +43,9 @@
  * address the target never attached -> MPI_ERR_RMA_RANGE.
  * MPI_PROC_NULL (MPIX_Am, MPIX_Amv, MPIX_Ram) and num_segments 0: MPI_SUCCESS,
  * outputs and counters untouched.
- * Flags: tu_am_args. */
+ * Flags: tu_am_args; --timeout S (watchdog, default 60);
+ * --skip-flush-in-handler (diagnosis only: leaves MPI_Win_flush_all out of
+ * the handler that calls MPI). */
 #include "uamx_util.h"
 
 #define N 4
@@ -56,8 +58,9 @@
 static int rank, nprocs, next, strict;
 static int *pids;
 static MPIX_Am_op op_ok, op_err, op_inh, op_amv;
-static int ok_count;   /* segments of correct AMs this rank sent to next */
+static int ok_count;   /* segments of correct AMs this rank sent to next (on the current window) */
 static MPI_Win g_win = MPI_WIN_NULL;   /* for the handler that calls MPI */
+static int skip_flush_in_handler;      /* --skip-flush-in-handler (diagnosis only) */
 
 /* as ux_gen_fn, but a segment whose q[1] is -777 returns MPI_ERR_ARG and -888 returns 123456789 */
 static int err_fn(const void *in, int n, MPI_Datatype dti, void *pers, int pc, MPI_Datatype dtp, void *out,
@@ -88,7 +91,7 @@ static int inh_fn(const void *in, int n, MPI_Datatype dti, void *pers, int pc, M
         o[k * M + 0] = MPIX_Am(x, N, MPI_INT, y, M, MPI_INT, 1, 0, MPI_INT, 0, PC, MPI_INT, MPI_INT, op_ok, g_win);
         o[k * M + 1] = MPIX_Am_op_create(ux_gen_fn, NULL, &tmp);
         o[k * M + 2] = MPIX_Am_win_buffer_attach(b, sizeof(b), g_win);
-        o[k * M + 3] = MPI_Win_flush_all(g_win);
+        o[k * M + 3] = skip_flush_in_handler ? MPI_ERR_OTHER : MPI_Win_flush_all(g_win);
     }
     return MPI_SUCCESS;
 }
@@ -141,7 +144,7 @@ static void check_counters(tu_win_t *w, const char *what)
     TU_CHECK(got == exp, "%s (%s): %d segments counted at the target, the origin's correct AMs had %d", what,
              ux_fname(w->flavor), got, exp);
     ux_unlock_self(w);
-    ok_count = 0;
+    MPI_Barrier(MPI_COMM_WORLD);   /* no new AMs before every target read its counter */
 }
 
 static void ops_and_register(tu_win_t *w)
@@ -167,7 +170,7 @@ static void ops_and_register(tu_win_t *w)
     UX_EXPECT(MPIX_Am_win_op_register(op_ok, MPIX_AM_MAX_INDEX, w->win), MPI_ERR_ARG,
               "register index MPIX_AM_MAX_INDEX");
     UX_EXPECT(MPIX_Am_win_op_register(MPIX_AM_OP_NULL, 3, w->win), MPI_ERR_ARG, "register MPIX_AM_OP_NULL");
-    TU_MPI(MPIX_Am_win_op_register(op_ok, 5, w->win));
+    TU_MPI(ux_register(op_ok, 5, w->win));
     TU_MPI(MPIX_Am_op_create(ux_gen_fn, NULL, &a2));
     UX_EXPECT(MPIX_Am_win_op_register(a2, 5, w->win), MPI_ERR_ARG, "register another op at a used index");
     UX_EXPECT(MPIX_Am_win_op_register(op_ok, 6, w->win), MPI_ERR_ARG, "register an op twice");
@@ -187,9 +190,9 @@ static void ops_and_register(tu_win_t *w)
     MPIX_Am_op_free(&a2);
     MPIX_Am_op_free(&b2);
     /* the real registrations of the rest of the test */
-    TU_MPI(MPIX_Am_win_op_register(op_err, 1, w->win));
-    TU_MPI(MPIX_Am_win_op_register(op_inh, 2, w->win));
-    TU_MPI(MPIX_Am_win_op_register(op_amv, 3, w->win));
+    TU_MPI(ux_register(op_err, 1, w->win));
+    TU_MPI(ux_register(op_inh, 2, w->win));
+    TU_MPI(ux_register(op_amv, 3, w->win));
     ok_am_locked(w, "the register errors");
 }
 
@@ -214,6 +217,7 @@ static void call_errors(tu_win_t *w)
     TU_MPI(MPI_Win_lock_all(0, w->win));
 #define E(call, cls, desc)                                                                                    \
     do {                                                                                                      \
+        tu_where = desc;                                                                                      \
         UX_EXPECT(call, cls, "%s: %s", what, desc);                                                           \
         ok_am(w, desc);                                                                                       \
     } while (0)
@@ -302,6 +306,7 @@ static void call_errors(tu_win_t *w)
         int hin[N] = { 0, 0, 0, 0 }, hout[M] = { -1, -1, -1, -1 };
         static const char *cn[] = { "MPIX_Am", "MPIX_Am_op_create", "MPIX_Am_win_buffer_attach",
                                     "MPI_Win_flush_all" };
+        tu_where = "AM whose handler calls MPIX_Am, MPIX_Am_op_create, attach, MPI_Win_flush_all";
         UX_EXPECT(MPIX_Am(hin, N, MPI_INT, hout, M, MPI_INT, 1, next, MPI_INT, pd, PC, MPI_INT, MPI_INT, op_inh,
                           w->win), MPI_SUCCESS, "%s: AM whose handler calls MPI", what);
         UX_EXPECT(MPI_Win_flush(next, w->win), MPI_SUCCESS, "%s: flush of the AM whose handler calls MPI", what);
@@ -481,7 +486,9 @@ static void later_errors(tu_win_t *w)
         TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, w->win));
         UX_EXPECT(MPIX_Am(bin, BIGN, MPI_INT, bout, M, MPI_INT, 1, next, MPI_INT, pd, PC, MPI_INT, MPI_INT, op_ok,
                           w->win), MPI_SUCCESS, "%s: MPIX_Am", what);
+        tu_where = "flush of the AM with a 12 KB segment";
         cls = tu_err_class(MPI_Win_flush(next, w->win));
+        tu_where = "correct AM after the MPI_ERR_BUFFER";
         if (MPI_SUCCESS == cls && !strict && bout[2] == pids[rank]) {
             ux_gen_check(bin, bout, BIGN, M, 1, pids[rank], pids[rank], what);   /* origin computation */
             if (0 == rank) printf("%s: computed at the origin\n", what);
@@ -501,8 +508,9 @@ static void dynamic_range(void)
     char what[] = "dynamic window, region not attached at the target";
     tu_where = what;
     void *keep = ux_buf(KEEPB);
+    ok_count = 0;
     ux_win_create(TU_DYNAMIC, WINB, MPI_INFO_NULL, &d);
-    TU_MPI(MPIX_Am_win_op_register(op_ok, 0, d.win));
+    TU_MPI(ux_register(op_ok, 0, d.win));
     TU_MPI(MPIX_Am_win_buffer_attach(keep, KEEPB, d.win));
     MPI_Barrier(MPI_COMM_WORLD);
     gen_in(in, 1, 5);
@@ -583,12 +591,13 @@ int main(int argc, char **argv)
     int pid;
     tu_am_args(argc, argv);
     strict = !ux_origin_compute_on();
+    skip_flush_in_handler = tu_opt_flag(argc, argv, "--skip-flush-in-handler");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     next = (rank + 1) % nprocs;
-    tu_watchdog("am_errors", 100);
+    tu_watchdog("am_errors", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     pids = malloc(nprocs * sizeof(int));
     pid = (int) getpid();
     MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
@@ -600,6 +609,7 @@ int main(int argc, char **argv)
         tu_win_t w;
         if (!ux_flavor_enabled(f) || TU_DYNAMIC == f) continue;
         void *keep = ux_buf(KEEPB);
+        ok_count = 0;
         ux_win_create(f, WINB, MPI_INFO_NULL, &w);
         g_win = w.win;
         /* user buffer for the correct AMs (needed with --no-sysbuf); stays attached until the free */

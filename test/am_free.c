@@ -84,6 +84,7 @@ static void check_counter(tu_win_t *w, const char *what)
              ((int *) w->base)[prev % PC], prev, exp);
     ux_unlock_self(w);
     counted = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void cycle(int f, int c)
@@ -101,9 +102,9 @@ static void cycle(int f, int c)
     TU_MPI(MPIX_Am_op_create(tag_fn, &tags[3], &Cop));
     ux_win_create(f, WINB, MPI_INFO_NULL, &w1);
     ux_win_create(f, WINB, MPI_INFO_NULL, &w2);
-    TU_MPI(MPIX_Am_win_op_register(A, 0, w1.win));
-    TU_MPI(MPIX_Am_win_op_register(B, 7, w1.win));
-    TU_MPI(MPIX_Am_win_op_register(A, 0, w2.win));
+    TU_MPI(ux_register(A, 0, w1.win));
+    TU_MPI(ux_register(B, 7, w1.win));
+    TU_MPI(ux_register(A, 0, w2.win));
     TU_MPI(MPIX_Am_win_buffer_attach(b1, 4096, w1.win));
     TU_MPI(MPIX_Am_win_buffer_attach(b2, 2048, w1.win));
     TU_MPI(MPIX_Am_win_buffer_attach(b3, 4096, w2.win));
@@ -128,7 +129,7 @@ static void cycle(int f, int c)
     check_counter(&w1, what);
 
     /* 3 */
-    TU_MPI(MPIX_Am_win_op_register(Cop, 3, w2.win));
+    TU_MPI(ux_register(Cop, 3, w2.win));
     TU_MPI(MPI_Win_lock_all(0, w2.win));
     UX_EXPECT(am(&w2, Cop, in, out, 4, c + 70), MPI_SUCCESS, "%s: AM with C on W2", what);
     UX_EXPECT(MPI_Win_unlock_all(w2.win), MPI_SUCCESS, "%s: unlock_all W2", what);
@@ -181,7 +182,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     next = (rank + 1) % nprocs;
     prev = (rank + nprocs - 1) % nprocs;
-    tu_watchdog("am_free", 100);
+    tu_watchdog("am_free", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     pids = malloc(nprocs * sizeof(int));
     pid = (int) getpid();
     MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);

@@ -45,7 +45,7 @@ static void setup(int f, tu_win_t *w, MPI_Aint hint)
     }
     ux_win_create(f, WINB, info, w);
     if (MPI_INFO_NULL != info) MPI_Info_free(&info);
-    TU_MPI(MPIX_Am_win_op_register(op, 11, w->win));
+    TU_MPI(ux_register(op, 11, w->win));
 }
 
 static void check_counters(tu_win_t *w, int mine, const char *what)
@@ -61,6 +61,7 @@ static void check_counters(tu_win_t *w, int mine, const char *what)
         ux_unlock_self(w);
     }
     free(exp);
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void run_case(int f, char kase)
@@ -164,7 +165,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_hint", 100);
+    tu_watchdog("am_hint", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     pids = malloc(nprocs * sizeof(int));
     pid = (int) getpid();
     MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);

@@ -33,7 +33,7 @@ static void run(int f, int sleep_ms)
     snprintf(what, sizeof(what), "%s", ux_fname(f));
     tu_where = what;
     ux_win_create(f, WINB, MPI_INFO_NULL, &w);
-    TU_MPI(MPIX_Am_win_op_register(op, 4, w.win));
+    TU_MPI(ux_register(op, 4, w.win));
     for (int i = 0; i < NAM * NSEG; i++) {
         in[i * N] = rank;
         for (int j = 1; j < N; j++) in[i * N + j] = i * 10 + j + rank * 1000;
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    tu_watchdog("am_progress", 100);
+    tu_watchdog("am_progress", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     if (0 == rank) {
         const char *pt = getenv("OMPI_MCA_osc_ucxx_progress_thread"),
                    *pw = getenv("OMPI_MCA_osc_ucxx_progress_thread_wait");

@@ -95,7 +95,7 @@ static void run(int f, int unordered)
     tu_where = what;
     ux_win_create(f, 4096, info, &W);
     if (MPI_INFO_NULL != info) MPI_Info_free(&info);
-    TU_MPI(MPIX_Am_win_op_register(op, 1, W.win));
+    TU_MPI(ux_register(op, 1, W.win));
     TU_MPI(MPIX_Am_win_buffer_attach(keep, 64 * 1024, W.win));
     memset(sent, 0, sizeof(int) * nprocs * NT);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -140,7 +140,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 1;
     }
-    tu_watchdog("am_threads", 100);
+    tu_watchdog("am_threads", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     pids = malloc(nprocs * sizeof(int));
     pid = (int) getpid();
     MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);

@@ -19,7 +19,8 @@
  *    attaches another, (message) AM, flush, unlock: values right, no hang.
  *    Under =false: AM, flush, AM, unlock, then the detach.
  * Flags: tu_am_args (--no-origin-compute strictly requires MPI_ERR_BUFFER in
- * B and target execution everywhere). */
+ * B and target execution everywhere); --skip-errors leaves B out (diagnosis
+ * only); --timeout S (watchdog, default 60). */
 #include "uamx_util.h"
 
 #define TN 20           /* input MPI_INT per segment */
@@ -30,7 +31,7 @@
 #define WINB 4096
 #define TAG 811
 
-static int rank, nprocs, strict;
+static int rank, nprocs, strict, skip_b;
 static int *pids;
 static MPIX_Am_op op;
 
@@ -103,7 +104,7 @@ static void am_issue(tu_win_t *w, const int *in, int *out, int nseg)
 static void setup(int f, tu_win_t *w, MPI_Info info)
 {
     ux_win_create(f, WINB, info, w);
-    TU_MPI(MPIX_Am_win_op_register(op, 3, w->win));
+    TU_MPI(ux_register(op, 3, w->win));
     if (0 == rank) {
         ux_lock_self(w);
         int *p = w->base;
@@ -130,6 +131,7 @@ static void check_counters(tu_win_t *w, int mine, const char *what)
         ux_unlock_self(w);
     }
     free(exp);
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void part_ab(int f)
@@ -170,11 +172,13 @@ static void part_ab(int f)
         }
     }
     check_counters(&w, done, what);
+    if (skip_b) goto out;
 
     /* B: one byte less */
     snprintf(what, sizeof(what), "B (%s)", ux_fname(f));
     tu_where = what;
     if (0 == rank) {
+        tu_where = "B: target detaching the exact buffer";
         small = ux_buf(need - 1);
         UX_EXPECT(MPIX_Am_win_buffer_detach(buf, w.win), MPI_SUCCESS, "detach");
         UX_EXPECT(MPIX_Am_win_buffer_attach(small, need - 1, w.win), MPI_SUCCESS, "attach %ld B",
@@ -188,7 +192,9 @@ static void part_ab(int f)
             for (int i = 0; i < TM; i++) out[i] = -7;
             TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, w.win));
             am_issue(&w, in, out, 1);
+            tu_where = k ? "B: unlock of the AM that does not fit" : "B: flush of the AM that does not fit";
             rc = k ? MPI_Win_unlock(0, w.win) : MPI_Win_flush(0, w.win);
+            tu_where = what;
             if (MPI_SUCCESS == rc && !strict && out[3] == pids[rank] && out[3] != pids[0]) {
                 check_out(out, rank, am, 1, what);   /* computed at the origin: allowed */
                 done += 1;
@@ -205,12 +211,15 @@ static void part_ab(int f)
             }
         }
     }
+    tu_where = "B: barrier after the failing AMs";
     MPI_Barrier(MPI_COMM_WORLD);
+    tu_where = "B: target swapping the buffers back";
     if (0 == rank) {
         UX_EXPECT(MPIX_Am_win_buffer_detach(small, w.win), MPI_SUCCESS, "detach of the small buffer");
         UX_EXPECT(MPIX_Am_win_buffer_attach(buf, need, w.win), MPI_SUCCESS, "re-attach");
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    tu_where = "B: correct AM after the errors";
     if (0 != rank) {
         int am = 2000;
         fill_in(in, rank, am, 3);
@@ -221,6 +230,7 @@ static void part_ab(int f)
         done += 3;
     }
     check_counters(&w, done, what);
+out:
     /* free with the buffer still attached (MPI_Win_free detaches it) */
     TU_MPI(MPIX_Am_win_op_deregister(op, w.win));
     ux_win_free(&w);
@@ -288,11 +298,12 @@ int main(int argc, char **argv)
     setenv("OMPI_MCA_osc_ucxx_am_sysbuf", "0", 1);
     tu_am_args(argc, argv);
     strict = !ux_origin_compute_on();
+    skip_b = tu_opt_flag(argc, argv, "--skip-errors");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_tinybuf", 100);
+    tu_watchdog("am_tinybuf", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     pids = malloc(nprocs * sizeof(int));
     pid = (int) getpid();
     MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);

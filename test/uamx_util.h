@@ -151,6 +151,17 @@ static inline const char *ux_cls(int cls)
         }                                                                          \
     } while (0)
 
+/* MPIX_Am_win_op_register for a test's setup.  UX_REG_BARRIER=1 in the
+ * environment adds an MPI_Barrier after it: a diagnostic knob only (S28 says
+ * AMs may be issued as soon as the register returns; the tests do not need
+ * the barrier and run without it by default). */
+static inline int ux_register(MPIX_Am_op op, int index, MPI_Win win)
+{
+    int rc = MPIX_Am_win_op_register(op, index, win);
+    if (tu_env_int("UX_REG_BARRIER", 0)) MPI_Barrier(MPI_COMM_WORLD);
+    return rc;
+}
+
 /* ---- A generic handler ----------------------------------------------------
  * MPI_INT in and out, N >= 1 input ints and M >= 4 output ints per segment.
  * Input segment q: q[0] = index of a counter in the persistent region (an
