@@ -9,7 +9,7 @@
  * buffer (its own; a 64 KiB buffer stays attached for --no-sysbuf).  The
  * targets' counters (plain read-modify-write: S11 keeps them exact) must
  * equal what every origin thread sent.  The default window and one with
- * am_ordering=none.  Flags: tu_am_args, --iters N (default 80; 30 under
+ * am_ordering=none.  Flags: tu_am_args, --iters N (default 60; 16 under
  * UCX_TLS=tcp). */
 #include "uamx_util.h"
 #include <pthread.h>
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 {
     int provided, pid;
     tu_am_args(argc, argv);
-    iters = (int) tu_opt_long(argc, argv, "--iters", tu_slow_transport() ? 30 : 80);
+    iters = (int) tu_opt_long(argc, argv, "--iters", tu_slow_transport() ? 16 : 60);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
