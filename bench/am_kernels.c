@@ -210,6 +210,7 @@ typedef struct {
 
 typedef struct {
     size_t off_hist, off_abs, off_db, size;
+    size_t absn;              /* ints of the absval array */
     int nsl;                  /* absval slices */
 } layout_t;
 
@@ -440,7 +441,7 @@ static void fill_window(void)
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, bench_lock_win(&W));
     memset(base + L.off_hist, 0, (size_t) O.B * sizeof(int));
     int *a = (int *) (base + L.off_abs);
-    for (size_t i = 0; i < (size_t) L.nsl * O.S * ABS_N; i++) a[i] = pval(rank, i);
+    for (size_t i = 0; i < L.absn; i++) a[i] = pval(rank, i);
     for (int r = 0; r < O.D; r++) {
         make_key(base + L.off_db + (size_t) r * REC_LEN, 2L * r);
         make_value(base + L.off_db + (size_t) r * REC_LEN + KEY_LEN, r, rank);
@@ -516,6 +517,47 @@ static void check_hist(const work_t *w, const char *variant, long nam)
     free(mine);
     free(exp);
 }
+
+/* ---- AMK_MOCK: a stand-in MPIX_Am for developing this program -----------------
+ * Compile with -DAMK_MOCK to run the AM code paths before osc/ucxx has
+ * active messages: the "AM" is get + handler + put inside the caller's epoch
+ * (no atomicity: right only while each target has one origin, e.g. 2 ranks). */
+#if defined(AMK_MOCK) && defined(BENCH_HAVE_MPIX_UCXX)
+struct mpix_am_op_s { kernel_fn *fn; };
+static int mock_op_create(MPIX_Am_user_function *fn, void *x, MPIX_Am_op *op)
+{
+    (void) x;
+    *op = malloc(sizeof(**op));
+    (*op)->fn = fn;
+    return MPI_SUCCESS;
+}
+static int mock_op_free(MPIX_Am_op *op) { free(*op); *op = NULL; return MPI_SUCCESS; }
+static int mock_reg(MPIX_Am_op op, int i, MPI_Win w) { (void) op; (void) i; (void) w; return 0; }
+static int mock_dereg(MPIX_Am_op op, MPI_Win w) { (void) op; (void) w; return 0; }
+static int mock_attach(void *b, MPI_Aint n, MPI_Win w) { (void) b; (void) n; (void) w; return 0; }
+static int mock_am(const void *in, int ci, MPI_Datatype dti, void *out, int co, MPI_Datatype dto,
+                   int nseg, int t, MPI_Datatype dtit, MPI_Aint disp, int pc, MPI_Datatype dtp,
+                   MPI_Datatype dtot, MPIX_Am_op op, MPI_Win win)
+{
+    int sz;
+    (void) dtit; (void) dtot;
+    MPI_Type_size(dtp, &sz);
+    void *buf = malloc((size_t) pc * sz);
+    MPI_Get(buf, pc, dtp, t, disp, pc, dtp, win);
+    MPI_Win_flush(t, win);
+    int rc = op->fn(in, ci, dti, buf, pc, dtp, out, co, dto, nseg, 0, NULL);
+    MPI_Put(buf, pc, dtp, t, disp, pc, dtp, win);
+    MPI_Win_flush(t, win);
+    free(buf);
+    return rc;
+}
+#define MPIX_Am_op_create mock_op_create
+#define MPIX_Am_op_free mock_op_free
+#define MPIX_Am_win_op_register mock_reg
+#define MPIX_Am_win_op_deregister mock_dereg
+#define MPIX_Am_win_buffer_attach mock_attach
+#define MPIX_Am mock_am
+#endif
 
 /* ---- variants: one AM ------------------------------------------------------ */
 
@@ -1085,6 +1127,7 @@ int main(int argc, char **argv)
     size_t absn = (size_t) L.nsl * O.S * ABS_N;
     if (!strcmp(O.what, "order") && absn < (size_t) (O.L + 1) * ABS_N)
         absn = (size_t) (O.L + 1) * ABS_N;
+    L.absn = absn;
     L.off_hist = 0;
     L.off_abs = ((size_t) O.B * sizeof(int) + 63) & ~(size_t) 63;
     L.off_db = (L.off_abs + absn * sizeof(int) + 63) & ~(size_t) 63;
