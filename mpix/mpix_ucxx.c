@@ -386,8 +386,9 @@ int MPIX_Am_win_op_register(MPIX_Am_op op, int index, MPI_Win win)
     CHECK_AM_EXT(win, ext, func);
     /* bad arguments still take part in the collective agreement (every rank
      * learns that one of them failed): the component handles them */
+    /* op ids: 0 for a NULL op (MPI_ERR_ARG), all ones for a freed one (MPI_ERR_OP) */
     return report(win,
-                  ext->am_register(win, am_op_valid(op) ? op->id : 0,
+                  ext->am_register(win, am_op_valid(op) ? op->id : NULL == op ? 0 : UINT64_MAX,
                                    am_op_valid(op) ? op->kind : 0,
                                    am_op_valid(op) ? op->fn : NULL,
                                    am_op_valid(op) ? op->extra : NULL, index),

@@ -37,6 +37,7 @@
 #include "ompi/group/group.h"
 
 #include "osc_ucxx.h"
+#include "osc_ucxx_uam.h"
 #include "osc_ucxx_am.h"
 
 static int barrier(ompi_osc_ucxx_module_t *module)
@@ -65,6 +66,7 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
         r2 = barrier(module);
         if (OMPI_SUCCESS == rc) rc = r2;
     }
+    ompi_osc_ucxx_uam_sync(module, -1, true);
     (void) ompi_osc_ucxx_epoch_end(module);
     module->fence_count++;
     module->fence_open = opens;
@@ -137,6 +139,7 @@ int ompi_osc_ucxx_complete(struct ompi_win_t *win)
     rc = ompi_osc_ucxx_epoch_take_posts(module);
     /* Our operations land first; then each target learns we are done. */
     if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
+    ompi_osc_ucxx_uam_sync(module, -1, true);
     for (int i = 0; i < e->count; ++i) {
         r2 = ompi_osc_ucxx_state_complete_add(module, e->targets[i]);
         if (OMPI_SUCCESS == rc) rc = r2;

@@ -27,6 +27,7 @@
 
 #include "osc_ucxx_am.h"
 #include "osc_ucxx_epoch.h"
+#include "osc_ucxx_uam.h"
 
 /* Deferred work: a copy of a message or a reply to send. */
 typedef struct {
@@ -48,8 +49,8 @@ static ompi_osc_ucxx_am_handler_fn_t am_handlers[OSC_UCXX_AM_KINDS];
 /* ------------------------------------------------------------------------- */
 /* Queue */
 
-static int am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer, const void *data,
-                    size_t len)
+int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
+                           const void *data, size_t len)
 {
     am_work_t *work = malloc(sizeof(*work) + len);
     if (NULL == work) {
@@ -68,6 +69,7 @@ static int am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer, const vo
     opal_list_append(&am_queue, &work->super);
     OSC_UCXX_UNLOCK(&am_queue_lock);
     ompi_osc_ucxx_add32(&am_queued, 1);
+    ompi_osc_ucxx_progress_wake();  /* a progress thread asleep in the kernel */
     return OMPI_SUCCESS;
 }
 
@@ -80,6 +82,14 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                           int target, unsigned id, void *buf, size_t hlen, size_t len)
 {
+    return ompi_osc_ucxx_am_send_flags(module, worker, target, id, buf, hlen, len,
+                                       UCP_AM_SEND_FLAG_EAGER);
+}
+
+int ompi_osc_ucxx_am_send_flags(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                int target, unsigned id, void *buf, size_t hlen, size_t len,
+                                uint32_t flags)
+{
     ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_link(module, worker, target);
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
@@ -88,12 +98,13 @@ int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t
         free(buf);
         return OMPI_ERR_UNREACH;
     }
-    if (OSC_UCXX_AM_ACC == id || OSC_UCXX_AM_POST == id) {
+    if (OSC_UCXX_AM_ACC == id || OSC_UCXX_AM_POST == id || OSC_UCXX_AM_UAM_DATA == id ||
+        OSC_UCXX_AM_UAM_CTRL == id) {
         ompi_osc_ucxx_link_ask(module, link, target);  /* (replies are waited for) */
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
-    param.flags = UCP_AM_SEND_FLAG_EAGER;
+    param.flags = flags;
     param.cb.send = send_done;
     param.user_data = buf;
     sp = ucp_am_send_nbx(link->ep, id, buf, hlen, (char *) buf + hlen, len - hlen, &param);
@@ -123,6 +134,11 @@ static bool drain_one(am_work_t *work)
         ompi_osc_ucxx_add32(&module->am_deferred, -1);
     }
     return true;
+}
+
+bool ompi_osc_ucxx_am_pending(void)
+{
+    return 0 != am_queued;
 }
 
 /* Work off the queue, outside any UCX callback, one thread at a time. */
@@ -222,7 +238,7 @@ static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_len
         rc = am_handlers[kind](module, from, buf, header_length + length, false);
     }
     if (OMPI_ERR_WOULD_BLOCK == rc) {
-        am_defer(kind, module, from, buf, header_length + length);
+        ompi_osc_ucxx_am_defer(kind, module, from, buf, header_length + length);
     }
     if (buf != stack) free(buf);
     return UCS_OK;
@@ -260,7 +276,7 @@ int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
         if (NULL == item) return OMPI_ERR_OUT_OF_RESOURCE;
         memcpy(item, words, sizeof(words));
         memcpy(item + sizeof(words), msg, len);
-        rc = am_defer(OSC_UCXX_AM_SEND, module, to, item, len + sizeof(words));
+        rc = ompi_osc_ucxx_am_defer(OSC_UCXX_AM_SEND, module, to, item, len + sizeof(words));
         free(item);
         return rc;
     }
@@ -290,13 +306,14 @@ int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker)
         am_handlers[OSC_UCXX_AM_SEND] = send_handler;
         ompi_osc_ucxx_acc_am_init();
         ompi_osc_ucxx_dyn_am_init();
+        ompi_osc_ucxx_uam_am_init();
     }
     for (int kind = 1; kind < OSC_UCXX_AM_MAX; ++kind) {
         memset(&param, 0, sizeof(param));
         param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                            UCP_AM_HANDLER_PARAM_FIELD_ARG;
         param.id = kind;
-        param.cb = am_dispatch;
+        param.cb = kind >= OSC_UCXX_AM_UAM_DATA ? ompi_osc_ucxx_uam_recv : am_dispatch;
         param.arg = (void *) (uintptr_t) kind;
         if (UCS_OK != ucp_worker_set_am_recv_handler(worker->ucp, &param)) {
             return OMPI_ERROR;

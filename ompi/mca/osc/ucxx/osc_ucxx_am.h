@@ -24,9 +24,13 @@ typedef struct {
 #define OSC_UCXX_AM_ACC_REPLY  3   /* its acknowledgement, with old values if fetching */
 #define OSC_UCXX_AM_REGION_REQ 4   /* dynamic windows: which region holds [lo, hi)? */
 #define OSC_UCXX_AM_REGION_REPLY 5
-#define OSC_UCXX_AM_MAX        6   /* ids registered with UCX are below this */
-#define OSC_UCXX_AM_SEND       6   /* queue only: a message to send outside a callback */
-#define OSC_UCXX_AM_KINDS      7
+#define OSC_UCXX_AM_UAM_DATA   6   /* user active messages (osc_ucxx_uam.c): a chunk */
+#define OSC_UCXX_AM_UAM_OUT    7   /* ... its output and returned credit */
+#define OSC_UCXX_AM_UAM_CTRL   8   /* ... buffer reservations, grants, releases */
+#define OSC_UCXX_AM_MAX        9   /* ids registered with UCX are below this */
+#define OSC_UCXX_AM_SEND       9   /* queue only: a message to send outside a callback */
+#define OSC_UCXX_AM_UAM_WORK  10   /* queue only: user active-message work */
+#define OSC_UCXX_AM_KINDS     11
 
 /* Handle a message (header first in buf).  `deferred`: running from the
  * queue, outside UCX callbacks.  OMPI_ERR_WOULD_BLOCK: queue it, retry later
@@ -40,6 +44,14 @@ void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handler_fn_t fn);
  * are the header) to `target` of the window on `worker`. */
 int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                           int target, unsigned id, void *buf, size_t hlen, size_t len);
+/* The same with UCP_AM_SEND_FLAG_* `flags` (eager or rendezvous). */
+int ompi_osc_ucxx_am_send_flags(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                int target, unsigned id, void *buf, size_t hlen, size_t len,
+                                uint32_t flags);
+/* Queue `len` bytes of `data` as work of `kind` for the drain (callbacks
+ * defer what they may not do themselves). */
+int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer, const void *data,
+                           size_t len);
 /* Answer `to`: directly where UCX operations may be issued, else queued. */
 int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
                            const void *msg, size_t hlen, size_t len, bool deferred);
@@ -47,6 +59,10 @@ int ompi_osc_ucxx_am_send_post(ompi_osc_ucxx_module_t *module, int target);
 /* Handlers of the other files, set at registration */
 void ompi_osc_ucxx_acc_am_init(void);
 void ompi_osc_ucxx_dyn_am_init(void);
+void ompi_osc_ucxx_uam_am_init(void);
+/* UCX receive callback of the user active-message kinds (osc_ucxx_uam.c) */
+ucs_status_t ompi_osc_ucxx_uam_recv(void *arg, const void *header, size_t header_length,
+                                    void *data, size_t length, const ucp_am_recv_param_t *param);
 
 END_C_DECLS
 

@@ -42,6 +42,8 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .use_direct = true,
     .per_thread_workers = true,
     .post_poll_interval = 16,
+    .progress_efd = -1,
+    .progress_wake_fd = -1,
 };
 
 /* One MCA parameter: its default is what *storage holds already. */
@@ -111,6 +113,60 @@ static int component_register(void)
           "Microseconds the progress thread sleeps after a pass that found nothing to do",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.progress_interval_us);
+
+    OSC_UCXX.progress_wait = false;
+    param("progress_thread_wait",
+          "The progress thread blocks in the kernel (ucp_worker_wait) until a peer's message "
+          "or emulated operation arrives, instead of polling: it then costs no CPU while "
+          "idle, which matters when ranks share cores",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.progress_wait);
+
+    /* User active messages (MPIX_Am, osc_ucxx_uam.c) */
+    OSC_UCXX.am_sysbuf = 8192;
+    param("am_sysbuf",
+          "Bytes of internal staging each process keeps, per window, for each origin's active "
+          "messages (used before any user buffer, without a handshake; 0: none, every AM goes "
+          "through the buffers the target attached)",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.am_sysbuf);
+    OSC_UCXX.am_chunk = 2048;
+    param("am_chunk",
+          "Staging bytes one handler invocation aims at when am_pipeline_unit is auto (the unit "
+          "is then max(1, am_chunk / bytes per segment))",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.am_chunk);
+    OSC_UCXX.am_eager = 8000;
+    param("am_eager",
+          "Active-message chunks and outputs up to this many bytes are sent eagerly (copied "
+          "through UCX's buffers); larger ones use UCX rendezvous (zero copy)",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.am_eager);
+    OSC_UCXX.am_grant_max = 256 * 1024;
+    param("am_grant_max",
+          "Largest part of its attached AM buffers a target grants one origin at a time (an "
+          "origin holding an exclusive lock gets the largest free range, uncapped)",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.am_grant_max);
+    OSC_UCXX.amv_pack_threshold = 80;
+    param("amv_pack_threshold",
+          "MPIX_Amv: send only the produced output elements when they fill at most this "
+          "percentage of the maximum (else the whole output region, without packing)",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.amv_pack_threshold);
+    OSC_UCXX.am_origin_compute = true;
+    param("am_origin_compute",
+          "Run an active message's handler in the origin process when the target's persistent "
+          "region is mapped there (same node, shared memory): no message, no target CPU",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.am_origin_compute);
+    OSC_UCXX.am_exclusive_detect = true;
+    param("am_exclusive_detect",
+          "An origin holding MPI_LOCK_EXCLUSIVE on a target reserves all of the target's free "
+          "AM buffer with one handshake and keeps it until unlock (or flush, see "
+          "am_buf_interleave_am_detach)",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.am_exclusive_detect);
 
     OSC_UCXX.share_user = true;
     param("share_user_memory",

@@ -19,6 +19,7 @@
 #include "ompi_config.h"
 
 #include "osc_ucxx.h"
+#include "osc_ucxx_uam.h"
 
 /* ------------------------------------------------------------------------- */
 /* Flushes */
@@ -171,7 +172,9 @@ int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win)
     if (!ompi_osc_ucxx_epoch_passive(view->core, target)) {
         return OMPI_ERR_RMA_SYNC;
     }
-    return ompi_osc_ucxx_flush_module(view->core, target, flush_scope(view));
+    int rc = ompi_osc_ucxx_flush_module(view->core, target, flush_scope(view));
+    ompi_osc_ucxx_uam_sync(view->core, target, false);
+    return rc;
 }
 
 int ompi_osc_ucxx_flush_all(struct ompi_win_t *win)
@@ -238,6 +241,7 @@ int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
     /* Our operations land before anyone else can take the lock; the lock
      * is released even when one of them failed. */
     rc = ompi_osc_ucxx_flush_module(module, target, NULL);
+    ompi_osc_ucxx_uam_sync(module, target, true);
     if (!nocheck) {
         r2 = ompi_osc_ucxx_state_unlock(module, target, type);
     }
@@ -265,6 +269,7 @@ int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
         return OMPI_ERR_RMA_SYNC;
     }
     rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
+    ompi_osc_ucxx_uam_sync(module, -1, true);
     r2 = ompi_osc_ucxx_epoch_end(module);  /* releases the shared locks taken */
     return OMPI_SUCCESS != rc ? rc : r2;
 }

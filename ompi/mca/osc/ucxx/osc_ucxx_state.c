@@ -21,6 +21,9 @@
  *     target (osc_ucxx_accumulate.c).
  *   - serve, posts[i]: CPU only.  Only peers that map our state write them
  *     (posts[i] has one writer, rank i), and we only read them.
+ *   - am_exec: CPU only.  The owner takes it to run a user active message's
+ *     handler, and so do origins that map the target (origin-side
+ *     execution); others send their AMs to the owner.
  *
  * Lock word protocol: readers count in the low 32 bits, writers in the high
  * 32.  Every step is an atomic add, release included, never a swap, so a
@@ -339,4 +342,36 @@ void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int6
     if (NULL != state) {
         __atomic_fetch_add(&state->serve.value, delta, __ATOMIC_ACQ_REL);
     }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Active-message execution word: CPU-only by construction, like the
+ * stripes: only the owner and origins that map its state take it (an origin
+ * that does not map it sends its AMs, which the owner executes). */
+
+#define EXEC_WRITER (1ULL << 63)
+
+bool ompi_osc_ucxx_state_exec_trylock(ompi_osc_ucxx_state_t *state, bool shared)
+{
+    volatile int64_t *word = (volatile int64_t *) &state->am_exec.value;
+    int64_t cur = *word;
+
+    if (!shared) {
+        cur = 0;
+        return opal_atomic_compare_exchange_strong_64(word, &cur, (int64_t) EXEC_WRITER);
+    }
+    while (0 == ((uint64_t) cur & EXEC_WRITER)) {
+        if (opal_atomic_compare_exchange_strong_64(word, &cur, cur + 1)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void ompi_osc_ucxx_state_exec_unlock(ompi_osc_ucxx_state_t *state, bool shared)
+{
+    /* (release by atomic add: a reader's CAS may be racing) */
+    opal_atomic_wmb();
+    (void) opal_atomic_add_fetch_64((volatile int64_t *) &state->am_exec.value,
+                                    shared ? -1 : (int64_t) EXEC_WRITER);   /* (wraps: clears bit 63) */
 }

@@ -27,6 +27,12 @@ void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask);
 bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask);
 void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask);
 
+/* User active messages: the execution word of a state segment mapped here
+ * (ours, or a target's for origin-side execution).  Handlers that asserted
+ * concurrency share it; every other handler runs alone (osc_ucxx_uam.c). */
+bool ompi_osc_ucxx_state_exec_trylock(ompi_osc_ucxx_state_t *state, bool shared);
+void ompi_osc_ucxx_state_exec_unlock(ompi_osc_ucxx_state_t *state, bool shared);
+
 /* Fences: publish how many we have called; read a target's count. */
 int ompi_osc_ucxx_state_fence_publish(ompi_osc_ucxx_module_t *module, uint64_t count);
 int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, uint64_t *count);

@@ -68,6 +68,7 @@ typedef struct ompi_osc_ucxx_target_t ompi_osc_ucxx_target_t;     /* target.h */
 typedef struct ompi_osc_ucxx_epoch_t ompi_osc_ucxx_epoch_t;       /* epoch.h */
 typedef struct ompi_osc_ucxx_request_t ompi_osc_ucxx_request_t;   /* request.h */
 typedef struct ompi_osc_ucxx_shseg_t ompi_osc_ucxx_shseg_t;       /* share.h */
+typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam.c */
 
 /* ------------------------------------------------------------------------- */
 /* Component                                                                 */
@@ -86,6 +87,18 @@ typedef struct ompi_osc_ucxx_component_t {
     int progress_interval_us; /* its sleep when there was nothing to do */
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
+    bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
+    /* User active messages (osc_ucxx_uam.c) */
+    unsigned long am_sysbuf;  /* internal staging bytes per origin per window */
+    unsigned long am_chunk;   /* staging bytes am_pipeline_unit=auto aims at */
+    unsigned long am_eager;   /* larger chunks and outputs go rendezvous */
+    unsigned long am_grant_max;  /* largest user-buffer grant to one origin */
+    int amv_pack_threshold;   /* AMV: pack outputs below this % of the maximum */
+    bool am_origin_compute;   /* run handlers at the origin where the target is mapped */
+    bool am_exclusive_detect; /* exclusive-lock holders reserve the whole user buffer */
+    int progress_efd;         /* wait mode: the epoll set of the main worker and wake_fd */
+    int progress_wake_fd;     /* eventfd: work was deferred for the waiting thread */
+    volatile int32_t progress_sleeping;
     pthread_t progress_tid;
     volatile bool progress_stop;
     bool progress_running;
@@ -172,6 +185,8 @@ typedef struct ompi_osc_ucxx_state_t {
     ompi_osc_ucxx_word_t fence;      /* fences this process has called */
     ompi_osc_ucxx_word_t dyn_gen;    /* dynamic windows: detaches so far */
     ompi_osc_ucxx_word_t serve;      /* peers on the node that need our CPU */
+    ompi_osc_ucxx_word_t am_exec;    /* user active messages: handlers running on our
+                                      * memory (a reader/writer word like lock) */
     ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* each covers every
                                       * 32nd 64-byte block of the window */
     /* PSCW: slot i counts the posts rank i made to us, where rank i reaches

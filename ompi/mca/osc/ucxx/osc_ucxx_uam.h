@@ -25,6 +25,12 @@ int ompi_osc_ucxx_uam_issue(struct ompi_win_t *win, const ompi_osc_ucxx_am_args_
                             int *counts, struct ompi_request_t **req);
 bool ompi_osc_ucxx_uam_in_handler(void);
 
+/* Completion calls: after our AMs to `target` (-1: all) completed; `end`:
+ * the access epoch ends (unlock, unlock_all, fence, complete). */
+void ompi_osc_ucxx_uam_sync(ompi_osc_ucxx_module_t *module, int target, bool end);
+/* MPI_Win_free (the core's destructor) */
+void ompi_osc_ucxx_uam_release(ompi_osc_ucxx_module_t *module);
+
 END_C_DECLS
 
 #endif /* OMPI_OSC_UCXX_UAM_H */

@@ -17,6 +17,7 @@
 #include "osc_ucxx.h"
 #include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_share.h"
+#include "osc_ucxx_uam.h"
 
 static const ompi_osc_base_module_t ucxx_module_template = {
     .osc_win_shared_query = ompi_osc_ucxx_shared_query,
@@ -66,6 +67,7 @@ typedef struct {
     uint32_t addr_len;
     int32_t need_addrs;   /* some peer's worker address is new to this process */
     uint32_t share_len;   /* its shared pages' description follows the rkeys */
+    uint32_t am_sysbuf;   /* active-message staging it keeps per origin */
 } wire_info_t;
 
 /* ------------------------------------------------------------------------- */
@@ -128,6 +130,53 @@ static char *info_single_intrinsic(opal_infosubscriber_t *obj, char *key, char *
     return view->acc_single_intrinsic ? "true" : "false";
 }
 
+/* Active-message keys (osc_ucxx_uam.c): ordering and pipeline unit per
+ * handle; the interleave promise is the core's, fixed at creation. */
+static char *info_am_ordering(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
+    static const struct { const char *name; uint8_t bit; } kinds[] = {
+        {"sameop", OSC_UCXX_AM_ORDER_SAMEOP}, {"diffop", OSC_UCXX_AM_ORDER_DIFFOP},
+        {"sameam", OSC_UCXX_AM_ORDER_SAMEAM}};
+    static __thread char shown[32];
+    uint8_t mask = 0;
+
+    if (NULL == value) {
+        mask = OSC_UCXX_AM_ORDER_ALL;
+    } else if (0 != strcmp(value, "none")) {
+        for (int i = 0; i < 3; ++i) {
+            if (NULL != strstr(value, kinds[i].name)) mask |= kinds[i].bit;
+        }
+        if (0 == mask) mask = OSC_UCXX_AM_ORDER_ALL;   /* nothing we know: the default */
+    }
+    view->am_order = mask;
+    shown[0] = '\0';
+    for (int i = 0; i < 3; ++i) {
+        if (mask & kinds[i].bit) {
+            if (shown[0]) strcat(shown, ",");
+            strcat(shown, kinds[i].name);
+        }
+    }
+    return shown[0] ? shown : "none";
+}
+
+static char *info_am_unit(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
+    static __thread char shown[24];
+    long n = (NULL == value || 0 == strcmp(value, "auto")) ? 0 : strtol(value, NULL, 10);
+
+    view->am_unit = n >= 1 && n <= INT32_MAX ? (int) n : 0;
+    if (0 == view->am_unit) return "auto";
+    snprintf(shown, sizeof(shown), "%d", view->am_unit);
+    return shown;
+}
+
+static char *info_am_interleave(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->am_interleave ? "true" : "false";
+}
+
 static bool info_flag(struct opal_info_t *info, const char *key)
 {
     bool value = false;
@@ -158,6 +207,11 @@ void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
         info_flag(win->super.s_info, "mpi_assert_accumulate_intrinsic");
     opal_infosubscribe_subscribe(&win->super, "acc_single_intrinsic", "false",
                                  info_single_intrinsic);
+    opal_infosubscribe_subscribe(&win->super, "am_ordering", "sameop,diffop,sameam",
+                                 info_am_ordering);
+    opal_infosubscribe_subscribe(&win->super, "am_pipeline_unit", "auto", info_am_unit);
+    opal_infosubscribe_subscribe(&win->super, "am_buf_interleave_am_detach", "true",
+                                 info_am_interleave);
 }
 
 /* A new handle on `core` (which gains a reference). */
@@ -173,6 +227,7 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
     view->core = core;
     view->original = original;
     view->acc_ordered = true;
+    view->am_order = OSC_UCXX_AM_ORDER_ALL;
     ompi_osc_ucxx_add32(&core->refcount, 1);
     return view;
 }
@@ -265,6 +320,7 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     mine.addr_len = addr_len;
     mine.need_addrs = !all_addrs_known(comm);
     mine.share_len = ('\0' != module->share.name[0]) ? sizeof(module->share) : 0;
+    mine.am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
 
     all = malloc(size * sizeof(*all));
     counts = malloc(size * sizeof(int));
@@ -321,6 +377,7 @@ static int exchange(ompi_osc_ucxx_module_t *module)
         peer->data_rkey_len = all[i].data_rkey_len;
         peer->state_rkey_len = all[i].state_rkey_len;
         peer->shared = (0 != all[i].share_len);
+        peer->am_sysbuf = all[i].am_sysbuf;
         peer->blob = blob_total;
         memcpy(module->blobs + blob_total, recvbuf + displs[i], rkeys);
         blob_total += rkeys;
@@ -360,6 +417,7 @@ static void module_construct(ompi_osc_ucxx_module_t *module)
 
 static void module_destruct(ompi_osc_ucxx_module_t *module)
 {
+    ompi_osc_ucxx_uam_release(module);  /* before the links its messages use */
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
     if (NULL != module->data_memh) ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
@@ -370,6 +428,7 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     free(module->peers);
     free(module->blobs);
     free(module->posts_seen);
+    free(module->am_hints);
     OBJ_DESTRUCT(&module->setup_lock);
     OBJ_DESTRUCT(&module->post_lock);
     OBJ_DESTRUCT(&module->dyn_lock);
@@ -397,6 +456,39 @@ bool ompi_osc_ucxx_all_on_node(ompi_osc_ucxx_module_t *module)
     return true;
 }
 
+/* Creation-only active-message keys: am_buf_interleave_am_detach, and
+ * am_user_buf_<rank> (one key per rank, so not subscribable: read here). */
+static void read_am_keys(ompi_osc_ucxx_module_t *module, struct opal_info_t *info)
+{
+    int nkeys = 0, flag;
+    char key[MPI_MAX_INFO_KEY + 1];
+
+    module->am_interleave = true;
+    if (NULL == info) return;
+    if (OPAL_SUCCESS == opal_info_get_bool(info, (char *) "am_buf_interleave_am_detach",
+                                           &module->am_interleave, &flag) && !flag) {
+        module->am_interleave = true;
+    }
+    (void) opal_info_get_nkeys(info, &nkeys);
+    for (int i = 0; i < nkeys; ++i) {
+        if (OPAL_SUCCESS != opal_info_get_nthkey(info, i, key) ||
+            0 != strncmp(key, "am_user_buf_", 12)) {
+            continue;
+        }
+        char buf[64];
+        if (OPAL_SUCCESS != opal_info_get(info, key, sizeof(buf) - 1, buf, &flag) || !flag) {
+            continue;
+        }
+        void *grown = realloc(module->am_hints, (module->am_nhints + 1) *
+                                                    sizeof(*module->am_hints));
+        if (NULL == grown) return;
+        module->am_hints = grown;
+        module->am_hints[module->am_nhints].rank = atoi(key + 12);
+        module->am_hints[module->am_nhints].bytes = strtoull(buf, NULL, 10);
+        module->am_nhints++;
+    }
+}
+
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
                                 int disp_unit, struct ompi_communicator_t *comm,
                                 struct opal_info_t *info, int flavor, int *model)
@@ -421,6 +513,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->len = size;
     module->same_size = info_flag(info, "same_size");
     module->same_disp_unit = info_flag(info, "same_disp_unit");
+    read_am_keys(module, info);
 
     rc = ompi_comm_dup(comm, &module->comm);
     if (OMPI_SUCCESS != rc) {

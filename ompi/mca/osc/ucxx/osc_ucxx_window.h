@@ -72,6 +72,13 @@ struct ompi_osc_ucxx_module_t {
     volatile int32_t am_error;
     volatile int32_t am_deferred;
 
+    /* User active messages (osc_ucxx_uam.c): made by the first AM call;
+     * creation-only keys: am_buf_interleave_am_detach, am_user_buf_<rank>. */
+    ompi_osc_ucxx_uam_t *volatile uam;
+    bool am_interleave;
+    int am_nhints;
+    struct { int rank; uint64_t bytes; } *am_hints;
+
     /* Epochs (osc_ucxx_epoch.c owns every field here and in each peer's
      * epoch part; its file comment says who may change what when). */
     ompi_osc_ucxx_epoch_t *access;  /* fence, lock_all or start epoch object */
@@ -105,12 +112,19 @@ struct ompi_osc_ucxx_view_t {
     bool acc_ordered;        /* accumulate_ordering is not "none" */
     bool assert_intrinsic;   /* mpi_assert_accumulate_intrinsic=true */
     bool acc_single_intrinsic;
+    uint8_t am_order;        /* am_ordering: OSC_UCXX_AM_ORDER_* bits */
+    int am_unit;             /* am_pipeline_unit (0: auto) */
     /* Memory-handle windows: one target, displacements from the handle's base */
     bool memhandle;
     int mh_target;
     uint64_t mh_base, mh_size;
     int mh_disp_unit;
 };
+
+#define OSC_UCXX_AM_ORDER_SAMEOP 1
+#define OSC_UCXX_AM_ORDER_DIFFOP 2
+#define OSC_UCXX_AM_ORDER_SAMEAM 4
+#define OSC_UCXX_AM_ORDER_ALL    7
 
 #define OSC_UCXX_VIEW(win) ((ompi_osc_ucxx_view_t *) (win)->w_osc_module)
 #define OSC_UCXX_MODULE(win) (OSC_UCXX_VIEW(win)->core)

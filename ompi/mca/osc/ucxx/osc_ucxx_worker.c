@@ -16,6 +16,9 @@
 #include "ompi_config.h"
 
 #include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 #include "ompi/proc/proc.h"
 #include "ompi/runtime/mpiruntime.h"
@@ -28,11 +31,82 @@ __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
 
 static ompi_osc_ucxx_worker_t *worker_create(void);
 
+/* Wait mode: sleep in the kernel until the main worker has an event or
+ * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
+ * queued because it is blocked (an AM waiting for another origin's handler
+ * to finish) is retried by polling: nothing would wake us for it.  The
+ * timeout is a safety net for transports without wakeup support. */
+static void progress_wait_loop(void)
+{
+    struct timespec pause = {0, 1000L * (OSC_UCXX.progress_interval_us > 0
+                                             ? OSC_UCXX.progress_interval_us : 20)};
+    struct epoll_event ev;
+    uint64_t junk;
+
+    while (!OSC_UCXX.progress_stop) {
+        int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+        n += ompi_osc_ucxx_am_drain();
+        if (0 != n) continue;
+        if (ompi_osc_ucxx_am_pending()) {
+            nanosleep(&pause, NULL);
+            continue;
+        }
+        if (UCS_OK != ucp_worker_arm(OSC_UCXX.main_worker->ucp)) {
+            continue;  /* UCS_ERR_BUSY: events arrived meanwhile */
+        }
+        OSC_UCXX.progress_sleeping = 1;
+        opal_atomic_mb();
+        if (!ompi_osc_ucxx_am_pending() && !OSC_UCXX.progress_stop) {
+            (void) epoll_wait(OSC_UCXX.progress_efd, &ev, 1, 100);
+        }
+        OSC_UCXX.progress_sleeping = 0;
+        while (read(OSC_UCXX.progress_wake_fd, &junk, sizeof(junk)) > 0) {
+        }
+    }
+}
+
+void ompi_osc_ucxx_progress_wake(void)
+{
+    if (OPAL_UNLIKELY(OSC_UCXX.progress_sleeping)) {
+        uint64_t one = 1;
+        ssize_t w = write(OSC_UCXX.progress_wake_fd, &one, sizeof(one));
+        (void) w;
+    }
+}
+
+/* Wait mode's epoll set: the main worker's event fd and our eventfd.
+ * False (poll instead) where UCX cannot give the fd. */
+static bool progress_wait_setup(void)
+{
+    struct epoll_event ev = {.events = EPOLLIN};
+    int ucx_fd;
+
+    OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
+    if (UCS_OK != ucp_worker_get_efd(OSC_UCXX.main_worker->ucp, &ucx_fd)) {
+        return false;
+    }
+    OSC_UCXX.progress_efd = epoll_create1(EPOLL_CLOEXEC);
+    OSC_UCXX.progress_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (OSC_UCXX.progress_efd < 0 || OSC_UCXX.progress_wake_fd < 0 ||
+        0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, ucx_fd, &ev) ||
+        0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, OSC_UCXX.progress_wake_fd, &ev)) {
+        if (OSC_UCXX.progress_efd >= 0) close(OSC_UCXX.progress_efd);
+        if (OSC_UCXX.progress_wake_fd >= 0) close(OSC_UCXX.progress_wake_fd);
+        OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
+        return false;
+    }
+    return true;
+}
+
 /* The optional progress thread: serves peers (emulated RMA, active
  * messages) while the application computes outside MPI. */
 static void *progress_thread_main(void *arg)
 {
     struct timespec pause = {0, 1000L * OSC_UCXX.progress_interval_us};
+    if (OSC_UCXX.progress_wait) {
+        progress_wait_loop();
+        return NULL;
+    }
     while (!OSC_UCXX.progress_stop) {
         int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
         n += ompi_osc_ucxx_am_drain();
@@ -111,6 +185,10 @@ static int context_init_locked(void)
                         UCP_PARAM_FIELD_NAME;
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
                       UCP_FEATURE_AM;
+    OSC_UCXX.progress_wait = OSC_UCXX.progress_wait && OSC_UCXX.progress_thread;
+    if (OSC_UCXX.progress_wait) {
+        params.features |= UCP_FEATURE_WAKEUP;
+    }
     params.mt_workers_shared = (UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode);
     params.name = "osc_ucxx";
     status = ucp_init(&params, config, &OSC_UCXX.context);
@@ -140,6 +218,10 @@ static int context_init_locked(void)
         return OMPI_ERROR;
     }
     OSC_UCXX.progress_registered = true;
+    if (OSC_UCXX.progress_wait && !progress_wait_setup()) {
+        OSC_UCXX_VERBOSE(1, "no UCX event fd: the progress thread polls");
+        OSC_UCXX.progress_wait = false;
+    }
     if (OSC_UCXX.progress_thread) {
         OSC_UCXX.progress_stop = false;
         if (0 == pthread_create(&OSC_UCXX.progress_tid, NULL, progress_thread_main, NULL)) {
@@ -160,8 +242,15 @@ void ompi_osc_ucxx_context_fini(void)
     }
     if (OSC_UCXX.progress_running) {
         OSC_UCXX.progress_stop = true;
+        opal_atomic_mb();
+        ompi_osc_ucxx_progress_wake();
         pthread_join(OSC_UCXX.progress_tid, NULL);
         OSC_UCXX.progress_running = false;
+    }
+    if (OSC_UCXX.progress_efd >= 0) {
+        close(OSC_UCXX.progress_efd);
+        close(OSC_UCXX.progress_wake_fd);
+        OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
     }
     if (OSC_UCXX.progress_registered) {
         opal_progress_unregister(ompi_osc_ucxx_progress);

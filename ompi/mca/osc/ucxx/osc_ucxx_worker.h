@@ -44,6 +44,10 @@ int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t le
 int ompi_osc_ucxx_progress(void);
 /* Work off what UCX callbacks deferred (osc_ucxx_am.c). */
 int ompi_osc_ucxx_am_drain(void);
+/* Wake the progress thread if it sleeps in the kernel (wait mode). */
+void ompi_osc_ucxx_progress_wake(void);
+/* Is deferred work queued (osc_ucxx_am.c)? */
+bool ompi_osc_ucxx_am_pending(void);
 /* Wait for a UCX request issued on `worker`, progressing it and the rest of
  * the library (a peer may need us before it can answer). */
 int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req);
