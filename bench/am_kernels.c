@@ -812,21 +812,29 @@ static void b9(void)
                 double t2 = run_round(works, w, v, K0, 2 * K0, 0) / (2 * K0);
                 if (t2 < t) t = t2;
             }
-            K = O.maxk;
-            if (O.budget > 0 && t > 0) {
-                double fit = O.budget / O.rounds / t;
-                if (fit < K) K = fit < 2 ? 2 : (long) fit;
-            }
-            MPI_Bcast(&K, 1, MPI_LONG, 0, MPI_COMM_WORLD);
             int R = O.rounds > 64 ? 64 : O.rounds;
+            long first = 3 * K0;
             for (int r = 0; r < R; r++) {
-                per[r] = run_round(works, w, v, 3 * K0 + r * K, K, 0) / K;
+                /* K from the latest per-AM time (rank 0's, broadcast):
+                 * the first round at most 16 warm-ups long, then the
+                 * previous round's rate, so that a loaded machine does
+                 * not stretch the rounds far beyond the budget */
+                K = O.maxk;
+                if (O.budget > 0 && t > 0) {
+                    double fit = O.budget / R / t;
+                    if (fit < K) K = fit < 2 ? 2 : (long) fit;
+                }
+                if (r == 0 && K > 16 * K0) K = 16 * K0;
+                MPI_Bcast(&K, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+                per[r] = t = run_round(works, w, v, first, K, 0) / K;
+                first += K;
             }
             res[k][v] = bench_median(per, R);
             bytes[k][v] = bytes_per_am(w, v);
             if (O.verbose && rank == 0) {
-                fprintf(stderr, "%s %s: K0=%ld warm %.1f us/AM, K=%ld x %d rounds: %.1f us/AM\n",
-                        kname[k], vname[v], K0, 1e6 * t, K, R, 1e6 * res[k][v]);
+                fprintf(stderr, "%s %s: K0=%ld, last round K=%ld, %d rounds: %.1f us/AM "
+                        "(min %.1f, max %.1f)\n", kname[k], vname[v], K0, K, R,
+                        1e6 * res[k][v], 1e6 * bench_min(per, R), 1e6 * bench_max(per, R));
             }
         }
     }
