@@ -328,7 +328,7 @@ static inline void tu_am_args(int argc, char **argv)
     } while (0)
 
 enum { TU_EP_LOCK_EXCL, TU_EP_LOCK_SHARED, TU_EP_LOCK_ALL, TU_EP_FENCE, TU_EP_PSCW, TU_NEPOCHS };
-static const char *const tu_epoch_names __attribute__((unused))[] = { "lock(exclusive)", "lock(shared)", "lock_all", "fence",
+__attribute__((unused)) static const char *const tu_epoch_names[] = { "lock(exclusive)", "lock(shared)", "lock_all", "fence",
                                         "PSCW" };
 
 static inline MPI_Group tu_am_group(const int *ranks, int n)
