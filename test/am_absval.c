@@ -75,12 +75,7 @@ int main(int argc, char **argv)
     MPI_Datatype vec, ovec;
     char where[160];
 
-    tu_am_args(argc, argv);
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_absval", 45);
+    tu_am_start(&argc, &argv, "am_absval", 45, &rank, &nprocs);
     target = (rank + 1) % nprocs;
     origin = (rank + nprocs - 1) % nprocs;
     MPI_Type_vector(2, 5, 10, MPI_INT, &vec);

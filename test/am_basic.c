@@ -102,12 +102,7 @@ int main(int argc, char **argv)
     static double out[REPS + 2][NSEG * NOUT];
     char where[160];
 
-    tu_am_args(argc, argv);
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_basic", 45);
+    tu_am_start(&argc, &argv, "am_basic", 45, &rank, &nprocs);
     target = (rank + 1) % nprocs;
     origin = (rank + nprocs - 1) % nprocs;
     for (int r = 0; r <= REPS + 1; r++) fill_input(in[r], r);

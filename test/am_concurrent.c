@@ -114,13 +114,8 @@ int main(int argc, char **argv)
     int in[NS], zero = 0, *all_ranks, nround = 0;
     char where[200];
 
-    tu_am_args(argc, argv);
+    tu_am_start(&argc, &argv, "am_concurrent", 45, &rank, &nprocs);
     no_origin_compute = tu_opt_flag(argc, argv, "--no-origin-compute");
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_concurrent", 45);
     for (int k = 0; k < NS; k++) in[k] = k ^ MAGIC;
     all_ranks = malloc(nprocs * sizeof(int));
     for (int r = 0; r < nprocs; r++) all_ranks[r] = r;

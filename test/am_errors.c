@@ -591,16 +591,11 @@ static void proc_null(tu_win_t *w)
 int main(int argc, char **argv)
 {
     int pid;
-    tu_am_args(argc, argv);
+    tu_am_start(&argc, &argv, "am_errors", 60, &rank, &nprocs);
     strict = !ux_origin_compute_on();
     skip_flush_in_handler = tu_opt_flag(argc, argv, "--skip-flush-in-handler");
     skip_buffer_error = tu_opt_flag(argc, argv, "--skip-buffer-error");
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     next = (rank + 1) % nprocs;
-    tu_watchdog("am_errors", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     pids = malloc(nprocs * sizeof(int));
     pid = (int) getpid();
     MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);

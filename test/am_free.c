@@ -175,14 +175,9 @@ static void cycle(int f, int c)
 int main(int argc, char **argv)
 {
     int pid, cycles = (int) tu_opt_long(argc, argv, "--cycles", 4);
-    tu_am_args(argc, argv);
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    tu_am_start(&argc, &argv, "am_free", 60, &rank, &nprocs);
     next = (rank + 1) % nprocs;
     prev = (rank + nprocs - 1) % nprocs;
-    tu_watchdog("am_free", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     pids = malloc(nprocs * sizeof(int));
     pid = (int) getpid();
     MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);

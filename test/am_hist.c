@@ -80,12 +80,7 @@ int main(int argc, char **argv)
     int *in;
     char where[160];
 
-    tu_am_args(argc, argv);
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_hist", 45);
+    tu_am_start(&argc, &argv, "am_hist", 45, &rank, &nprocs);
     nv = tu_slow_transport() ? 1000 : 3000;
     targets = malloc(nprocs * sizeof(int));
     for (int t = 0; t < nprocs; t++) if (t != rank) targets[ntg++] = t;

@@ -107,12 +107,7 @@ int main(int argc, char **argv)
     MPI_Datatype tin[NSHAPE], tout[NSHAPE], tp[NSHAPE];
     int pcount[NSHAPE];
 
-    tu_am_args(argc, argv);
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_search", 45);
+    tu_am_start(&argc, &argv, "am_search", 45, &rank, &nprocs);
     MPI_Type_contiguous(RL, MPI_CHAR, &c20);
     MPI_Type_commit(&c20);
     tin[0] = MPI_CHAR; tout[0] = MPI_CHAR; tp[0] = MPI_CHAR; pcount[0] = NDB * RL;

@@ -78,12 +78,7 @@ int main(int argc, char **argv)
         got[PN];
     char where[200];
 
-    tu_am_args(argc, argv);
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_self", 45);
+    tu_am_start(&argc, &argv, "am_self", 45, &rank, &nprocs);
 
     for (int f = 0; f < TU_NFLAVORS; f++) {
         tu_win_t w;

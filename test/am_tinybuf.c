@@ -301,14 +301,9 @@ int main(int argc, char **argv)
 {
     int pid;
     setenv("OMPI_MCA_osc_ucxx_am_sysbuf", "0", 1);
-    tu_am_args(argc, argv);
+    tu_am_start(&argc, &argv, "am_tinybuf", 60, &rank, &nprocs);
     strict = !ux_origin_compute_on();
     skip_b = tu_opt_flag(argc, argv, "--skip-errors");
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    tu_watchdog("am_tinybuf", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     pids = malloc(nprocs * sizeof(int));
     pid = (int) getpid();
     MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);

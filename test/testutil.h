@@ -310,6 +310,20 @@ static inline void tu_am_args(int argc, char **argv)
     }
 }
 
+/* The start every AM test shares: its flags (tu_am_args), MPI_Init, rank and
+ * size, errors returned on MPI_COMM_WORLD, and a watchdog of `seconds`
+ * (--timeout S overrides). */
+static inline void tu_am_start(int *argc, char ***argv, const char *name, unsigned seconds,
+                               int *rank, int *nprocs)
+{
+    tu_am_args(*argc, *argv);
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, nprocs);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    tu_watchdog(name, (unsigned) tu_opt_long(*argc, *argv, "--timeout", seconds));
+}
+
 /* Checks an MPI/MPIX call made with MPI_ERRORS_RETURN: prints the class of
  * a failure and aborts (the program cannot go on sensibly after it). */
 #define TU_AM(call)                                                          \

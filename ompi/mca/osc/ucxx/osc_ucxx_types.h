@@ -161,11 +161,18 @@ static inline int64_t ompi_osc_ucxx_add64(volatile int64_t *p, int64_t v)
 }
 
 /* Inside a user active-message handler (osc_ucxx_uam.c): the component's
- * calls return MPI_ERR_OTHER there, and no handler runs inside another. */
+ * calls return MPI_ERR_OTHER there, and no handler runs inside another.
+ * The process-wide count is tested first: a thread-local variable of a
+ * dlopen()ed library costs a __tls_get_addr call, which every RMA operation
+ * would otherwise pay. */
+extern volatile int32_t ompi_osc_ucxx_handlers;
 extern __thread int ompi_osc_ucxx_in_handler;
 #define OSC_UCXX_NOT_IN_HANDLER()                                             \
     do {                                                                      \
-        if (OPAL_UNLIKELY(ompi_osc_ucxx_in_handler)) return MPI_ERR_OTHER;    \
+        if (OPAL_UNLIKELY(0 != ompi_osc_ucxx_handlers) &&                     \
+            ompi_osc_ucxx_in_handler) {                                       \
+            return MPI_ERR_OTHER;                                             \
+        }                                                                     \
     } while (0)
 
 /* A peer's published worker address. */

@@ -89,6 +89,7 @@ typedef int (*uam_amv_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Da
                             int, MPI_Datatype, int, int, int *, void *);
 
 __thread int ompi_osc_ucxx_in_handler = 0;
+volatile int32_t ompi_osc_ucxx_handlers = 0;
 #define in_handler ompi_osc_ucxx_in_handler
 
 /* ------------------------------------------------------------------------- */
@@ -342,7 +343,8 @@ typedef struct {
 #define K_FETCH    2   /* rendezvous chunk to receive: uam_data_t, desc pointer, length */
 #define K_OUTFETCH 3   /* rendezvous output to receive */
 #define K_CTRL     4
-#define K_PUMP     5   /* origin: send what credit allows to target `peer` */
+#define K_OUTDONE  5   /* origin: an OUT's bookkeeping (credit, completion) */
+
 
 typedef struct {
     uint32_t kind;
@@ -399,7 +401,6 @@ typedef struct uam_tgt {
     uam_space_t sys, hint, grant;
     uint32_t grant_id;
     bool has_grant, resv_out, grant_excl;
-    volatile int32_t pump_queued;
 } uam_tgt_t;
 
 /* Target side: one AM being executed for an origin. */
@@ -538,6 +539,7 @@ static int invoke(const uam_reg_t *reg, const void *in, int n, ompi_datatype_t *
     int rc;
 
     opal_atomic_mb();   /* S17: RMA completed before sees the handler, and back */
+    ompi_osc_ucxx_add32(&ompi_osc_ucxx_handlers, 1);
     in_handler++;
     if (OSC_UCXX_AM_OP_AMV == reg->kind) {
         for (int k = 0; k < nseg; ++k) counts[k] = m;
@@ -548,6 +550,7 @@ static int invoke(const uam_reg_t *reg, const void *in, int n, ompi_datatype_t *
                                      reg->extra);
     }
     in_handler--;
+    ompi_osc_ucxx_add32(&ompi_osc_ucxx_handlers, -1);
     opal_atomic_mb();
     rc = result_class(rc);
     for (int k = 0; MPI_SUCCESS == rc && OSC_UCXX_AM_OP_AMV == reg->kind && k < nseg; ++k) {
@@ -897,8 +900,6 @@ static void am_finish(uam_am_t *am)
     OBJ_RELEASE(am);
 }
 
-#define K_OUTDONE  6   /* origin: an OUT's bookkeeping */
-
 static void out_later(ompi_osc_ucxx_module_t *module, const uam_out_t *o)
 {
     uam_work_t w;
@@ -937,14 +938,10 @@ static void out_arrived(ompi_osc_ucxx_module_t *module, const uam_out_t *o, cons
         }
         free(tcounts);
     }
-    if (MPI_SUCCESS != status) {
-        /* the drain records it (with the credit): no lock in a callback */
-        uam_out_t done = *o;
-        done.status = status;
-        out_later(module, &done);
-        return;
-    }
-    out_later(module, o);
+    /* the drain records it, with the credit: no lock in a callback */
+    uam_out_t done = *o;
+    done.status = status;
+    out_later(module, &done);
 }
 
 /* The drain's part of an OUT: credit back, count, finish, pump more.
@@ -1760,13 +1757,6 @@ static int uam_work(ompi_osc_ucxx_module_t *module, int peer, void *buf, size_t 
         return fetch(module, peer, w);
     case K_OUTDONE:
         out_done(module, &w->u.out);
-        return OMPI_SUCCESS;
-    case K_PUMP:
-        if (NULL != uam && NULL != uam->tgts[peer]) {
-            uam->tgts[peer]->pump_queued = 0;
-            opal_atomic_mb();
-            pump(module, uam->tgts[peer], peer);
-        }
         return OMPI_SUCCESS;
     case K_CTRL:
         if (NULL == uam) {
