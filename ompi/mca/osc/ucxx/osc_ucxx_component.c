@@ -122,6 +122,36 @@ static int component_register(void)
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.progress_wait);
 
+    /* Accumulates */
+    OSC_UCXX.acc_granularity = 64;
+    param("acc_granularity",
+          "Bytes of window one accumulate stripe lock covers (rounded up to a power of two, "
+          "8 or more), unless the window's info key mpi_accumulate_granularity says: small "
+          "blocks let accumulates on nearby elements run side by side, large ones cost bulk "
+          "accumulates fewer lock operations (those touching more than 4 stripes take one "
+          "window-wide lock instead).  Must be the same on every process",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.acc_granularity);
+    OSC_UCXX.acc_hold = 64 * 1024;
+    param("acc_hold",
+          "Bytes of target memory one bulk accumulate applies per lock acquisition: longer "
+          "ones release and retake the lock between pieces, so that other processes' "
+          "accumulates to the same window wait at most this long",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.acc_hold);
+    OSC_UCXX.acc_am_chunk = 64 * 1024;
+    param("acc_am_chunk",
+          "Accumulates to memory this process cannot map travel as active messages the target "
+          "applies in bulk: this many bytes of values per message",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.acc_am_chunk);
+    OSC_UCXX.acc_am_inflight = 4;
+    param("acc_am_inflight",
+          "Messages of one such accumulate in flight at most (bounds the memory a large "
+          "accumulate takes at both ends: acc_am_chunk times this)",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.acc_am_inflight);
+
     /* User active messages (MPIX_Am, osc_ucxx_uam.c) */
     OSC_UCXX.am_sysbuf = 8192;
     param("am_sysbuf",

@@ -15,10 +15,10 @@
  *     at creation, the same on every process); UCX atomics for everybody
  *     otherwise, the owner included (through its link to itself).  Plain
  *     loads of a word are fine either way.
- *   - acc_locks: CPU only.  Only processes that map the window memory take
- *     them (the origin of an accumulate on mapped memory, or the target
- *     applying an accumulate message); others send their accumulates to the
- *     target (osc_ucxx_accumulate.c).
+ *   - acc_all, acc_locks: CPU only.  Only processes that map the window
+ *     memory take them (the origin of an accumulate on mapped memory, or the
+ *     target applying an accumulate message); others send their accumulates
+ *     to the target (osc_ucxx_acc_am.c).
  *   - serve, posts[i]: CPU only.  Only peers that map our state write them
  *     (posts[i] has one writer, rank i), and we only read them.
  *   - am_exec: CPU only.  The owner takes it to run a user active message's
@@ -36,8 +36,6 @@
 #include "ompi_config.h"
 
 #include "osc_ucxx_state.h"
-
-#define STRIPE_SHIFT 6      /* stripes cover 64-byte blocks */
 
 /* Do all peers map our state segment (so that they can tell us when they
  * need serving), and is every state word therefore reached by CPU?  A peer
@@ -180,54 +178,113 @@ int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int t
 }
 
 /* ------------------------------------------------------------------------- */
-/* Stripe locks: CPU atomics on a mapped segment */
+/* Accumulate exclusion: CPU atomics on a mapped segment.
+ *
+ * Block b of the window (bytes [b << shift, (b + 1) << shift), shift chosen
+ * by the target and published) belongs to stripe b % 32.  An accumulate
+ * takes the stripes its bytes touch, in ascending order, so two never
+ * deadlock.  One whose bytes touch more than OSC_UCXX_STRIPES_FEW stripes
+ * takes acc_all instead: one compare-and-swap for the whole window rather
+ * than 32.  The two kinds meet Dekker-style: a stripe holder stores its
+ * stripe and then loads acc_all; an acc_all holder stores acc_all and then
+ * waits for every stripe to be free.  Both are sequentially consistent, so
+ * at least one of them sees the other; a stripe holder that sees acc_all
+ * taken backs out and waits for it, so a bulk accumulate is not starved by
+ * a stream of small ones.  Holders never wait for anything while holding:
+ * they apply the operation to memory they map and release. */
 
-uint32_t ompi_osc_ucxx_stripe_mask(uint64_t lo, uint64_t hi)
+#define STRIPES_FEW 4
+
+uint32_t ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi)
 {
-    uint64_t first = lo >> STRIPE_SHIFT, last = (hi - 1) >> STRIPE_SHIFT;
+    uint64_t first = lo >> shift, last = (hi - 1) >> shift;
     uint32_t mask = 0;
-    if (last - first >= OSC_UCXX_STRIPES) return 0xffffffffu;
+    if (last - first >= STRIPES_FEW) return OSC_UCXX_STRIPES_ALL;
     for (uint64_t b = first; b <= last; ++b) mask |= 1u << (b % OSC_UCXX_STRIPES);
     return mask;
 }
 
-static bool stripe_try(ompi_osc_ucxx_state_t *state, int s)
+static bool word_try(volatile uint64_t *word)
 {
     uint64_t expected = 0;
-    return __atomic_compare_exchange_n(&state->acc_locks[s].value, &expected, 1, false,
-                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    return __atomic_compare_exchange_n(word, &expected, 1, false, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_RELAXED);
 }
 
-/* Stripes are taken in ascending order, so two accumulates never deadlock.
- * The holder may need our progress (it never waits for a message while
- * holding one, but a UCX flush of its own may need us). */
-void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+static void word_release(volatile uint64_t *word)
+{
+    __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+}
+
+static bool all_taken(ompi_osc_ucxx_state_t *state)
+{
+    return 0 != __atomic_load_n(&state->acc_all.value, __ATOMIC_SEQ_CST);
+}
+
+static void stripes_release(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
     for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
-        if (!(mask & (1u << s))) continue;
-        while (!stripe_try(state, s)) {
-            opal_progress();
+        if (mask & (1u << s)) word_release(&state->acc_locks[s].value);
+    }
+}
+
+/* Every stripe of `mask` or none; false also when acc_all is taken. */
+static bool stripes_try(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
+        if ((mask & (1u << s)) && !word_try(&state->acc_locks[s].value)) {
+            stripes_release(state, mask & ((1u << s) - 1));
+            return false;
         }
+    }
+    if (all_taken(state)) {
+        stripes_release(state, mask);
+        return false;
+    }
+    return true;
+}
+
+static bool stripes_busy(ompi_osc_ucxx_state_t *state)
+{
+    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
+        if (0 != __atomic_load_n(&state->acc_locks[s].value, __ATOMIC_SEQ_CST)) return true;
+    }
+    return false;
+}
+
+/* The holder may need our progress (it never waits for a message while
+ * holding, but a UCX flush of its own may need us). */
+void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    if (OSC_UCXX_STRIPES_ALL == mask) {
+        while (!word_try(&state->acc_all.value)) opal_progress();
+        while (stripes_busy(state)) opal_progress();
+        return;
+    }
+    while (!stripes_try(state, mask)) {
+        opal_progress();
     }
 }
 
 void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
-    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
-        if (mask & (1u << s)) __atomic_store_n(&state->acc_locks[s].value, 0, __ATOMIC_RELEASE);
+    if (OSC_UCXX_STRIPES_ALL == mask) {
+        word_release(&state->acc_all.value);
+    } else {
+        stripes_release(state, mask);
     }
 }
 
-/* One attempt at each stripe, for message handlers that must not wait:
- * all of them or none. */
+/* One attempt, for message handlers that must not wait. */
 bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
-    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
-        if (!(mask & (1u << s))) continue;
-        if (!stripe_try(state, s)) {
-            ompi_osc_ucxx_stripes_unlock(state, mask & ((1u << s) - 1));
-            return false;
-        }
+    if (OSC_UCXX_STRIPES_ALL != mask) {
+        return stripes_try(state, mask);
+    }
+    if (!word_try(&state->acc_all.value)) return false;
+    if (stripes_busy(state)) {
+        word_release(&state->acc_all.value);
+        return false;
     }
     return true;
 }

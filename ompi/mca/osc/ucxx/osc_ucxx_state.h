@@ -20,9 +20,11 @@ bool ompi_osc_ucxx_state_policy(ompi_osc_ucxx_module_t *module);
 int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int target, int type);
 int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type);
 
-/* Accumulate stripe locks on a state segment mapped here (ours or a
- * peer's), for window bytes [lo, hi) as offsets from the window's base. */
-uint32_t ompi_osc_ucxx_stripe_mask(uint64_t lo, uint64_t hi);
+/* Accumulate exclusion on a state segment mapped here (ours or a peer's),
+ * for window bytes [lo, hi) as offsets from the window's base; `shift`:
+ * log2 of the owner's stripe block (peer->acc_shift).  A mask covers one to
+ * a few stripes, or is OSC_UCXX_STRIPES_ALL (the whole window). */
+uint32_t ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi);
 void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask);
 bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask);
 void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask);

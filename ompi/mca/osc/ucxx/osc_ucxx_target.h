@@ -37,6 +37,7 @@ struct ompi_osc_ucxx_peer_t {
     uint32_t state_rkey_len;
     bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
     uint32_t am_sysbuf;      /* staging bytes it keeps for each origin's active messages */
+    uint32_t acc_shift;      /* log2 of its accumulate stripe block (osc_ucxx_state.c) */
     /* Direct mappings, resolved on first use of the peer; NULL where UCX
      * cannot map (user memory, no shared-memory transport).  direct_data
      * covers [direct_lo, direct_hi) (everything unless shared). */

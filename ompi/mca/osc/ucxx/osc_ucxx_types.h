@@ -88,6 +88,11 @@ typedef struct ompi_osc_ucxx_component_t {
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
     bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
+    /* Accumulates (osc_ucxx_accumulate.c, osc_ucxx_acc_am.c) */
+    unsigned long acc_granularity;  /* stripe block bytes, unless the window's info says */
+    unsigned long acc_hold;   /* bytes of target span one exclusion covers at most */
+    unsigned long acc_am_chunk;     /* value bytes per accumulate message */
+    int acc_am_inflight;      /* messages of one accumulate in flight at most */
     /* User active messages (osc_ucxx_uam.c) */
     unsigned long am_sysbuf;  /* internal staging bytes per origin per window */
     unsigned long am_chunk;   /* staging bytes am_pipeline_unit=auto aims at */
@@ -188,6 +193,7 @@ typedef struct {
  * word sits on its own cache line: they are hit by different processes for
  * different reasons.  Only osc_ucxx_state.c touches these words. */
 #define OSC_UCXX_STRIPES 32          /* accumulate stripe locks */
+#define OSC_UCXX_STRIPES_ALL 0xffffffffu  /* a mask that takes acc_all instead */
 #define OSC_UCXX_POST_SLOTS 1024     /* PSCW post slots (origin ranks below) */
 
 typedef struct {
@@ -203,8 +209,11 @@ typedef struct ompi_osc_ucxx_state_t {
     ompi_osc_ucxx_word_t serve;      /* peers on the node that need our CPU */
     ompi_osc_ucxx_word_t am_exec;    /* user active messages: handlers running on our
                                       * memory (a reader/writer word like lock) */
-    ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* each covers every
-                                      * 32nd 64-byte block of the window */
+    ompi_osc_ucxx_word_t acc_all;    /* accumulates: held by one bulk accumulate
+                                      * that excludes every stripe at once */
+    ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* stripe s covers every
+                                      * 32nd block of the window (the target's
+                                      * block size: peer->acc_shift) */
     /* PSCW: slot i counts the posts rank i made to us, where rank i reaches
      * our state by loads and stores; other ranks post by active message. */
     uint64_t posts[];

@@ -68,6 +68,7 @@ typedef struct {
     int32_t need_addrs;   /* some peer's worker address is new to this process */
     uint32_t share_len;   /* its shared pages' description follows the rkeys */
     uint32_t am_sysbuf;   /* active-message staging it keeps per origin */
+    uint32_t acc_shift;   /* its accumulate stripe block, log2 */
 } wire_info_t;
 
 /* ------------------------------------------------------------------------- */
@@ -90,6 +91,33 @@ static char *info_same_size(opal_infosubscriber_t *obj, char *key, char *value)
 static char *info_same_disp_unit(opal_infosubscriber_t *obj, char *key, char *value)
 {
     return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->same_disp_unit ? "true" : "false";
+}
+
+/* mpi_accumulate_granularity (MPI 4.1): bytes of window one accumulate
+ * lock covers, the same on every process; 0 or absent leaves it to us (the
+ * osc_ucxx_acc_granularity parameter).  Rounded up to a power of two from 8
+ * bytes to 1 GiB.  Fixed at creation: reported as used. */
+static uint32_t granularity_shift(struct opal_info_t *info)
+{
+    unsigned long bytes = OSC_UCXX.acc_granularity;
+    char buf[32];
+    int flag = 0;
+    uint32_t shift = 3;
+
+    if (NULL != info && OPAL_SUCCESS == opal_info_get(info, "mpi_accumulate_granularity",
+                                                      sizeof(buf) - 1, buf, &flag) &&
+        flag && strtol(buf, NULL, 10) > 0) {
+        bytes = (unsigned long) strtol(buf, NULL, 10);
+    }
+    while (shift < 30 && (1ul << shift) < bytes) shift++;
+    return shift;
+}
+
+static char *info_granularity(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    static __thread char buf[24];
+    snprintf(buf, sizeof(buf), "%lu", 1ul << OSC_UCXX_MODULE((struct ompi_win_t *) obj)->acc_shift);
+    return buf;
 }
 
 static char *info_acc_ordering(opal_infosubscriber_t *obj, char *key, char *value)
@@ -195,6 +223,8 @@ void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
     opal_infosubscribe_subscribe(&win->super, "no_locks", "false", info_no_locks);
     opal_infosubscribe_subscribe(&win->super, "same_size", "false", info_same_size);
     opal_infosubscribe_subscribe(&win->super, "same_disp_unit", "false", info_same_disp_unit);
+    opal_infosubscribe_subscribe(&win->super, "mpi_accumulate_granularity", "0",
+                                 info_granularity);
     opal_infosubscribe_subscribe(&win->super, "accumulate_ordering", "rar,raw,war,waw",
                                  info_acc_ordering);
     opal_infosubscribe_subscribe(&win->super, "accumulate_ops", "same_op_no_op", info_acc_ops);
@@ -321,6 +351,7 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     mine.need_addrs = !all_addrs_known(comm);
     mine.share_len = ('\0' != module->share.name[0]) ? sizeof(module->share) : 0;
     mine.am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
+    mine.acc_shift = module->acc_shift;
 
     all = malloc(size * sizeof(*all));
     counts = malloc(size * sizeof(int));
@@ -378,6 +409,7 @@ static int exchange(ompi_osc_ucxx_module_t *module)
         peer->state_rkey_len = all[i].state_rkey_len;
         peer->shared = (0 != all[i].share_len);
         peer->am_sysbuf = all[i].am_sysbuf;
+        peer->acc_shift = all[i].acc_shift;
         peer->blob = blob_total;
         memcpy(module->blobs + blob_total, recvbuf + displs[i], rkeys);
         blob_total += rkeys;
@@ -513,6 +545,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->len = size;
     module->same_size = info_flag(info, "same_size");
     module->same_disp_unit = info_flag(info, "same_disp_unit");
+    module->acc_shift = granularity_shift(info);
     read_am_keys(module, info);
 
     rc = ompi_comm_dup(comm, &module->comm);

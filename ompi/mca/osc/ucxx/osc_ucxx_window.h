@@ -60,6 +60,7 @@ struct ompi_osc_ucxx_module_t {
     bool state_cpu;
 
     /* Info keys */
+    uint32_t acc_shift;      /* mpi_accumulate_granularity, as log2 of a stripe block */
     bool no_locks;
     bool same_size;
     bool same_disp_unit;

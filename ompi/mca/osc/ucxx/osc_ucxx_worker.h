@@ -25,6 +25,8 @@ struct ompi_osc_ucxx_worker_t {
     opal_mutex_t lock;         /* the endpoint table */
     opal_hash_table_t eps;     /* proc name -> ucp_ep_h */
     volatile int32_t pending;  /* request-based operations not yet complete */
+    bool acc_fence;            /* accumulates issued UCX atomics since the last
+                                * ucp_worker_fence (osc_ucxx_accumulate.c) */
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_worker_t);
 

@@ -1,0 +1,262 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Accumulates as bulk work, shared by the origin's paths
+ * (osc_ucxx_accumulate.c) and the target's message handler
+ * (osc_ucxx_acc_am.c):
+ *   - an operation's description (op, element type and its geometry);
+ *   - a (buffer, count, datatype) walked as runs of consecutive elements,
+ *     so that a contiguous layout is one run however long, and a derived
+ *     one is as few runs as its layout allows;
+ *   - one run applied at memory speed: ompi_op_reduce over the whole run
+ *     (REPLACE a copy, NO_OP nothing), old values copied out first;
+ *   - the target's exclusion held over a moving span of its bytes: taken
+ *     once per span of at most osc_ucxx_acc_hold bytes, retaken only when a
+ *     run leaves it (osc_ucxx_state.c has the stripe protocol).
+ * MPI asks element-wise atomicity only, so the exclusion may be released
+ * between any two elements: that is what bounds one accumulate's hold.
+ */
+
+#ifndef OMPI_OSC_UCXX_ACC_H
+#define OMPI_OSC_UCXX_ACC_H
+
+#include "ompi/op/op.h"
+
+#include "osc_ucxx_dt.h"
+#include "osc_ucxx_state.h"
+
+BEGIN_C_DECLS
+
+static inline size_t ompi_osc_ucxx_min(size_t a, size_t b) { return a < b ? a : b; }
+
+/* One accumulate-family operation. */
+typedef struct {
+    ompi_osc_ucxx_target_t *t;       /* origin side: module, worker, rank, path */
+    ompi_op_t *op;
+    ompi_datatype_t *elem;           /* the predefined element type */
+    size_t esize;                    /* bytes of data in an element */
+    size_t ext;                      /* from one element to the next in an array */
+    size_t width;                    /* bytes an element's value spans (true extent) */
+    bool gaps;                       /* pair types with padding: esize < ext */
+    bool hw;                         /* a 4- or 8-byte element one atomic instruction changes */
+    bool fetch;                      /* get_accumulate family: old values wanted */
+    ompi_osc_ucxx_request_t *req;
+} ompi_osc_ucxx_acc_t;
+
+static inline bool ompi_osc_ucxx_is_replace(ompi_op_t *op)
+{
+    return op == &ompi_mpi_op_replace.op;
+}
+
+static inline bool ompi_osc_ucxx_is_no_op(ompi_op_t *op)
+{
+    return op == &ompi_mpi_op_no_op.op;
+}
+
+/* Fill in the element geometry of `a` from a->elem. */
+static inline void ompi_osc_ucxx_acc_geometry(ompi_osc_ucxx_acc_t *a)
+{
+    ptrdiff_t lb, extent, true_lb, true_extent;
+    ompi_datatype_type_size(a->elem, &a->esize);
+    ompi_datatype_get_extent(a->elem, &lb, &extent);
+    ompi_datatype_get_true_extent(a->elem, &true_lb, &true_extent);
+    a->ext = (size_t) extent;
+    a->width = (size_t) true_extent;
+    a->gaps = a->esize != a->ext;
+    a->hw = (4 == a->esize || 8 == a->esize) && !a->gaps;
+}
+
+/* n elements from src to dst, both laid out as arrays of the element. */
+static inline void ompi_osc_ucxx_acc_copy(const ompi_osc_ucxx_acc_t *a, char *dst,
+                                          const char *src, size_t n)
+{
+    if (OPAL_LIKELY(!a->gaps)) {
+        memcpy(dst, src, n * a->ext);
+    } else {
+        /* only the element's own bytes: padding may be someone else's */
+        ompi_datatype_copy_content_same_ddt(a->elem, (int32_t) n, dst, (char *) src);
+    }
+}
+
+/* tgt[i] = tgt[i] (op) src[i] for n elements of OPAL kind `kind` and `size`
+ * bytes, by our own loops (osc_ucxx_acc_kernels.c); false: not one of
+ * them. */
+bool ompi_osc_ucxx_acc_kernel(int op, int kind, size_t size, void *tgt, const void *src,
+                              size_t n);
+
+/* Apply n elements of origin values `src` to `tgt`, old values to `res`
+ * first when wanted; the caller holds the exclusion over [tgt, tgt + n*ext). */
+static inline void ompi_osc_ucxx_acc_run(const ompi_osc_ucxx_acc_t *a, char *tgt,
+                                         const char *src, char *res, size_t n)
+{
+    if (NULL != res) {
+        ompi_osc_ucxx_acc_copy(a, res, tgt, n);
+    }
+    if (ompi_osc_ucxx_is_replace(a->op)) {
+        ompi_osc_ucxx_acc_copy(a, tgt, src, n);
+    } else if (!ompi_osc_ucxx_is_no_op(a->op) &&
+               !ompi_osc_ucxx_acc_kernel(a->op->op_type, a->elem->super.id, a->esize, tgt, src,
+                                         n)) {
+        ompi_op_reduce(a->op, (void *) src, tgt, (int) n, a->elem);
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* A layout as runs of consecutive elements */
+
+typedef struct {
+    bool whole;              /* one run, no convertor (predefined or contiguous) */
+    bool gaps;
+    size_t esize, ext;
+    char *ptr;               /* the current run's next element */
+    size_t n;                /* elements left in the current run */
+    char *look;              /* gap types: the element after the run, read ahead */
+    ompi_osc_ucxx_dt_iter_t it;
+} ompi_osc_ucxx_runs_t;
+
+/* Walk `esize` bytes of `it` (an element may be split by the layout's
+ * gaps); *addr: where it starts.  False at the end. */
+static inline bool ompi_osc_ucxx_next_element(ompi_osc_ucxx_dt_iter_t *it, size_t esize,
+                                              char **addr)
+{
+    size_t got = 0;
+    if (!ompi_osc_ucxx_dt_iter_fill(it)) return false;
+    *addr = it->ptr;
+    while (got < esize && ompi_osc_ucxx_dt_iter_fill(it)) {
+        size_t take = it->left < esize - got ? it->left : esize - got;
+        it->ptr += take;
+        it->left -= take;
+        got += take;
+    }
+    return got == esize;
+}
+
+static inline void ompi_osc_ucxx_runs_init(ompi_osc_ucxx_runs_t *r, const ompi_osc_ucxx_acc_t *a,
+                                           void *buf, int count, ompi_datatype_t *dt)
+{
+    r->gaps = a->gaps;
+    r->esize = a->esize;
+    r->ext = a->ext;
+    r->look = NULL;
+    if (ompi_datatype_is_predefined(dt)) {
+        r->whole = true;
+        r->ptr = (char *) buf;
+        r->n = (size_t) count;
+    } else if (!a->gaps && ompi_datatype_is_contiguous_memory_layout(dt, count)) {
+        r->whole = true;
+        r->ptr = (char *) buf + dt->super.true_lb;
+        r->n = (size_t) count * dt->super.size / a->esize;
+    } else {
+        r->whole = false;
+        r->n = 0;
+        ompi_osc_ucxx_dt_iter_init(&r->it, buf, count, dt);
+    }
+}
+
+static inline void ompi_osc_ucxx_runs_fini(ompi_osc_ucxx_runs_t *r)
+{
+    if (!r->whole) ompi_osc_ucxx_dt_iter_fini(&r->it);
+}
+
+/* The next run of a convertor-walked layout. */
+static inline void ompi_osc_ucxx_runs_refill(ompi_osc_ucxx_runs_t *r)
+{
+    char *next;
+    if (!r->gaps) {
+        /* gap-free elements: every contiguous piece is whole elements */
+        if (ompi_osc_ucxx_dt_iter_fill(&r->it)) {
+            r->ptr = r->it.ptr;
+            r->n = r->it.left / r->esize;
+            r->it.left = 0;
+        }
+        return;
+    }
+    if (NULL == r->look && !ompi_osc_ucxx_next_element(&r->it, r->esize, &r->look)) {
+        return;
+    }
+    r->ptr = r->look;
+    r->n = 1;
+    r->look = NULL;
+    while (ompi_osc_ucxx_next_element(&r->it, r->esize, &next)) {
+        if (next != r->ptr + r->n * r->ext) {
+            r->look = next;
+            break;
+        }
+        r->n++;
+    }
+}
+
+/* Elements available at *ptr in the current run (0: the layout is done). */
+static inline size_t ompi_osc_ucxx_runs_peek(ompi_osc_ucxx_runs_t *r, char **ptr)
+{
+    if (0 == r->n && !r->whole) {
+        ompi_osc_ucxx_runs_refill(r);
+    }
+    *ptr = r->ptr;
+    return r->n;
+}
+
+static inline void ompi_osc_ucxx_runs_skip(ompi_osc_ucxx_runs_t *r, size_t n)
+{
+    r->ptr += n * r->ext;
+    r->n -= n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The target's exclusion over a moving span */
+
+typedef struct {
+    ompi_osc_ucxx_state_t *state;   /* the target's, mapped here */
+    unsigned shift;                 /* its stripe block */
+    char *base;                     /* its window base here: stripes count from it */
+    char *end;                      /* the operation's bytes end here */
+    char *lo, *hi;                  /* the span held now */
+    uint32_t mask;                  /* 0: nothing held */
+} ompi_osc_ucxx_hold_t;
+
+static inline void ompi_osc_ucxx_hold_init(ompi_osc_ucxx_hold_t *h,
+                                           ompi_osc_ucxx_state_t *state, unsigned shift,
+                                           char *base, char *end)
+{
+    h->state = state;
+    h->shift = shift;
+    h->base = base;
+    h->end = end;
+    h->lo = h->hi = NULL;
+    h->mask = 0;
+}
+
+static inline void ompi_osc_ucxx_hold_release(ompi_osc_ucxx_hold_t *h)
+{
+    if (0 != h->mask) {
+        ompi_osc_ucxx_stripes_unlock(h->state, h->mask);
+        h->mask = 0;
+        h->lo = h->hi = NULL;
+    }
+}
+
+/* How many of the n elements at p the held span covers: at least one,
+ * retaking the exclusion from p when p is outside it. */
+static inline size_t ompi_osc_ucxx_hold_cover(ompi_osc_ucxx_hold_t *h,
+                                              const ompi_osc_ucxx_acc_t *a, char *p, size_t n)
+{
+    size_t fit;
+    if (OPAL_UNLIKELY(p < h->lo || p + a->width > h->hi)) {
+        char *hi = p + OSC_UCXX.acc_hold;
+        ompi_osc_ucxx_hold_release(h);
+        if (hi > h->end) hi = h->end;
+        if (hi < p + a->width) hi = p + a->width;
+        h->lo = p;
+        h->hi = hi;
+        h->mask = ompi_osc_ucxx_stripe_mask(h->shift, (uint64_t) (p - h->base),
+                                            (uint64_t) (hi - h->base));
+        ompi_osc_ucxx_stripes_lock(h->state, h->mask);
+    }
+    fit = (size_t) (h->hi - p - a->width) / a->ext + 1;
+    return fit < n ? fit : n;
+}
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_ACC_H */
