@@ -323,6 +323,25 @@ static bool lock_free(const ompi_osc_ucxx_acc_t *a, uint64_t remote)
     return a->t->view->acc_single_intrinsic && a->hw && 0 == remote % a->esize;
 }
 
+/* Which atomic a lock-free element takes: a CPU one where the memory is
+ * mapped and every process maps every other (all atomics on the word are
+ * then CPU ones), else a UCX one, for which a mapped target needs its link
+ * and rkey too (resolve leaves them unset on fully mapped memory; dynamic
+ * windows set them per region).  Our own memory stays on the CPU: peers'
+ * UCX atomics on it are applied by this process's CPU too wherever UCX
+ * emulates them. */
+static bool cpu_atomic(ompi_osc_ucxx_target_t *t)
+{
+    if (!t->path.mapped) return false;
+    if (t->module->state_cpu || t->rank == t->module->rank) return true;
+    if (!t->path.partial && MPI_WIN_FLAVOR_DYNAMIC != t->module->flavor) {
+        t->path.link = ompi_osc_ucxx_link(t->module, t->worker, t->rank);
+        if (NULL == t->path.link) return true;   /* no route: stay on the CPU */
+        t->path.rkey = t->path.link->data_rkey;
+    }
+    return false;
+}
+
 /* One element, predefined on every side: no layout walk. */
 static int acc_single(ompi_osc_ucxx_acc_t *a, const void *origin, void *result)
 {
@@ -330,19 +349,18 @@ static int acc_single(ompi_osc_ucxx_acc_t *a, const void *origin, void *result)
     char *tgt = (char *) (uintptr_t) (t->remote + t->path.delta);
     int rc;
 
-    if (t->path.mapped && !(lock_free(a, t->remote) && !t->module->state_cpu)) {
+    if (lock_free(a, t->remote)) {
         rc = order_before(a, false);
         if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
-        if (lock_free(a, t->remote)) {
+        if (cpu_atomic(t)) {
             cpu_element(a, tgt, origin, result);
-        } else {
-            mapped_single(a, tgt, origin, result);
+            return OMPI_SUCCESS;
         }
-        return OMPI_SUCCESS;
+        return ucx_element(a, t->remote, origin, result);
     }
-    if (lock_free(a, t->remote) && NULL != t->path.link) {
+    if (t->path.mapped) {
         rc = order_before(a, false);
-        if (OMPI_SUCCESS == rc) rc = ucx_element(a, t->remote, origin, result);
+        if (OPAL_LIKELY(OMPI_SUCCESS == rc)) mapped_single(a, tgt, origin, result);
         return rc;
     }
     rc = order_before(a, true);
@@ -366,7 +384,7 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
     rc = acc_setup(&a, op, origin_dt, target_dt);
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) rc = check_intrinsic(view);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
-    if (0 == t.hi - t.lo) return OMPI_SUCCESS;   /* nothing to move */
+    if (0 == (size_t) target_count * target_dt->super.size) return OMPI_SUCCESS;  /* nothing */
     rc = ompi_osc_ucxx_op_resolve(&t, true);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
 
@@ -519,12 +537,7 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     if (OMPI_SUCCESS != rc) return rc;
     ompi_osc_ucxx_acc_geometry(&a);
 
-    if (t.path.mapped && !(lock_free(&a, t.remote) && !t.module->state_cpu)) {
-        rc = order_before(&a, false);
-        if (OMPI_SUCCESS == rc) cas_mapped(&a, origin_addr, compare_addr, result_addr);
-        return rc;
-    }
-    if (lock_free(&a, t.remote) && NULL != t.path.link) {
+    if (lock_free(&a, t.remote) && !cpu_atomic(&t)) {
         uint64_t reply = 0;
         rc = order_before(&a, false);
         memcpy(&reply, origin_addr, a.esize);
@@ -532,6 +545,11 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
             rc = ucx_atomic(&a, UCP_ATOMIC_OP_CSWAP, compare_addr, t.remote, &reply, true);
         }
         if (OMPI_SUCCESS == rc) memcpy(result_addr, &reply, a.esize);
+        return rc;
+    }
+    if (t.path.mapped) {
+        rc = order_before(&a, false);
+        if (OMPI_SUCCESS == rc) cas_mapped(&a, origin_addr, compare_addr, result_addr);
         return rc;
     }
     rc = order_before(&a, true);
