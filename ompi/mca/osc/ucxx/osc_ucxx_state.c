@@ -223,16 +223,17 @@ static bool all_taken(ompi_osc_ucxx_state_t *state)
 
 static void stripes_release(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
-    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
-        if (mask & (1u << s)) word_release(&state->acc_locks[s].value);
+    for (uint32_t m = mask; 0 != m; m &= m - 1) {
+        word_release(&state->acc_locks[__builtin_ctz(m)].value);
     }
 }
 
 /* Every stripe of `mask` or none; false also when acc_all is taken. */
 static bool stripes_try(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
-    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
-        if ((mask & (1u << s)) && !word_try(&state->acc_locks[s].value)) {
+    for (uint32_t m = mask; 0 != m; m &= m - 1) {
+        int s = __builtin_ctz(m);
+        if (!word_try(&state->acc_locks[s].value)) {
             stripes_release(state, mask & ((1u << s) - 1));
             return false;
         }
