@@ -4,6 +4,8 @@
 #
 # List line format (test/*.list):   program  NPLIST  [args...]
 #   e.g.  putget  2,4  --iters 100
+# `--mca NAME VALUE` among the args is an MCA parameter of the run: it goes
+# to mpirun (before the program), the other args go to the program.
 # A program named *.sh is a script in test/ that runs mpirun itself; it gets
 # NP and the mpirun arguments (and finds the programs in $TEST_BINDIR).
 # Lines starting with '#' are comments.
@@ -12,7 +14,8 @@
 #   OSC=ucxx            the osc component to force (run the suite against a stock one to check a test)
 #   TRANSPORTS="shm tcp" transport sets: shm = UCX defaults, tcp = UCX_TLS=tcp,self
 #   TESTS=REGEX         run only programs whose name matches
-#   TU_FLAVORS=create,allocate,dynamic   window flavors the tests loop over
+#   TU_FLAVORS=create,allocate,dynamic,shared   window flavors the tests loop over
+#                       (shared: only tests that do MPI_Win_allocate_shared)
 #   TEST_TIMEOUT=180    seconds per mpirun
 #   MPIRUN_ARGS=...     extra mpirun arguments
 # Prints one PASS/FAIL line per run and the closing line "N passed, N failed".
@@ -28,7 +31,7 @@ else
 fi
 OSC=${OSC:-ucxx}
 # Window flavors the tests loop over (see testutil.h)
-export TU_FLAVORS=${TU_FLAVORS:-create,allocate,dynamic}
+export TU_FLAVORS=${TU_FLAVORS:-create,allocate,dynamic,shared}
 TRANSPORTS=${TRANSPORTS:-"shm tcp"}
 TESTS=${TESTS:-.}
 TEST_TIMEOUT=${TEST_TIMEOUT:-180}
@@ -49,22 +52,32 @@ for transport in $TRANSPORTS; do
     while read -r prog nps args; do
         case "$prog" in ''|'#'*) continue ;; esac
         [[ $prog =~ $TESTS ]] || continue
+        # --mca NAME VALUE: to mpirun; everything else: to the program
+        read -ra words <<<"$args"
+        mca_args=(); prog_args=()
+        for ((i = 0; i < ${#words[@]}; i++)); do
+            if [ "${words[i]}" = --mca ] && [ $((i + 2)) -lt ${#words[@]} ]; then
+                mca_args+=(--mca "${words[i + 1]}" "${words[i + 2]}"); i=$((i + 2))
+            else
+                prog_args+=("${words[i]}")
+            fi
+        done
         for np in ${nps//,/ }; do
             name="$prog.np$np.$transport${args:+ $args}"
             tag=$(printf '%s' "$args" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//;s/_*$//')
             log="$logdir/$prog.np$np.$transport${tag:+.$tag}.log"
             t0=$(date +%s.%N)
             mpi_args=("${root_args[@]}" --oversubscribe --bind-to none --mca osc "$OSC"
-                      "${tls_env[@]}")
+                      "${tls_env[@]}" "${mca_args[@]}")
             if [[ $prog == *.sh ]]; then
                 # a script that runs mpirun itself: NP, then the mpirun arguments
                 # shellcheck disable=SC2086
                 TEST_BINDIR=$bindir timeout -k 10 "$TEST_TIMEOUT" "$here/$prog" "$np" \
-                    "${mpi_args[@]}" ${MPIRUN_ARGS:-} $args </dev/null >"$log" 2>&1
+                    "${mpi_args[@]}" ${MPIRUN_ARGS:-} "${prog_args[@]}" </dev/null >"$log" 2>&1
             else
                 # shellcheck disable=SC2086
                 timeout -k 10 "$TEST_TIMEOUT" mpirun "${mpi_args[@]}" -np "$np" ${MPIRUN_ARGS:-} \
-                    "$bindir/$prog" $args </dev/null >"$log" 2>&1
+                    "$bindir/$prog" "${prog_args[@]}" </dev/null >"$log" 2>&1
             fi
             rc=$?
             secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')

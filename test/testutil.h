@@ -57,7 +57,13 @@ static inline int tu_finish(const char *name)
  * Tests loop over flavors with tu_win_create(); displacements go through
  * tu_disp() so the same code works on dynamic windows (absolute addresses). */
 enum { TU_CREATE, TU_ALLOCATE, TU_DYNAMIC, TU_NFLAVORS };
-static const char *tu_flavor_names[] = { "create", "allocate", "dynamic" };
+static const char *tu_flavor_names[] = { "create", "allocate", "dynamic", "shared" };
+/* A fourth flavor for the tests that loop up to TU_NFLAVORS_ALL:
+ * MPI_Win_allocate_shared.  tu_win_create leaves w->win MPI_WIN_NULL where
+ * the osc component cannot make one (a stock component that only does the
+ * other flavors): the test reports it as n/a.  Enabled where TU_FLAVORS
+ * names "shared" or "allocate" (or is unset). */
+enum { TU_ALLOC_SHARED = TU_NFLAVORS, TU_NFLAVORS_ALL };
 
 typedef struct {
     MPI_Win win;
@@ -72,6 +78,7 @@ typedef struct {
 static inline int tu_flavor_enabled(int flavor)
 {
     const char *env = getenv("TU_FLAVORS");
+    if (TU_ALLOC_SHARED == flavor) return NULL == env || strstr(env, "shared") || strstr(env, "allocate");
     if (NULL == env) return flavor != TU_DYNAMIC;
     return NULL != strstr(env, tu_flavor_names[flavor]);
 }
@@ -102,6 +109,23 @@ static inline void tu_win_create(int flavor, MPI_Aint size, int disp_unit, MPI_I
         MPI_Allgather(&mine, 1, MPI_AINT, w->remote, 1, MPI_AINT, comm);
         break;
     }
+    case TU_ALLOC_SHARED: {
+        MPI_Errhandler eh;
+        int rc;
+        MPI_Comm_get_errhandler(comm, &eh);
+        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+        rc = MPI_Win_allocate_shared(size, disp_unit, info, comm, &w->base, &w->win);
+        MPI_Comm_set_errhandler(comm, eh);
+        MPI_Errhandler_free(&eh);
+        if (MPI_SUCCESS != rc) {
+            w->win = MPI_WIN_NULL;
+            w->base = NULL;
+            MPI_Barrier(comm);
+            return;
+        }
+        memset(w->base, 0, size);
+        break;
+    }
     }
     MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
     MPI_Barrier(comm);
@@ -116,9 +140,10 @@ static inline MPI_Aint tu_disp(const tu_win_t *w, int rank, MPI_Aint disp)
 
 static inline void tu_win_free(tu_win_t *w)
 {
+    if (MPI_WIN_NULL == w->win) return;   /* a shared window that could not be made */
     if (TU_DYNAMIC == w->flavor && w->size) MPI_Win_detach(w->win, w->base);
     TU_MPI(MPI_Win_free(&w->win));
-    if (TU_ALLOCATE != w->flavor) free(w->base);
+    if (TU_ALLOCATE != w->flavor && TU_ALLOC_SHARED != w->flavor) free(w->base);
     free(w->remote);
 }
 
