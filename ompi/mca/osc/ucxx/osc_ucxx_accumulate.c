@@ -210,12 +210,20 @@ static void mapped_hold(ompi_osc_ucxx_acc_t *a, ompi_osc_ucxx_hold_t *h)
                             (char *) (uintptr_t) (t->hi + t->path.delta));
 }
 
-static void mapped_single(ompi_osc_ucxx_acc_t *a, char *tgt, const char *origin, char *result)
+/* Predefined types on every side: one run each, no layout walk. */
+static void mapped_contig(ompi_osc_ucxx_acc_t *a, char *tgt, const char *origin, char *result,
+                          size_t n)
 {
     ompi_osc_ucxx_hold_t h;
     mapped_hold(a, &h);
-    (void) ompi_osc_ucxx_hold_cover(&h, a, tgt, 1);
-    ompi_osc_ucxx_acc_run(a, tgt, origin, result, 1);
+    while (n > 0) {
+        size_t k = ompi_osc_ucxx_min(ompi_osc_ucxx_hold_cover(&h, a, tgt, n), INT_MAX);
+        ompi_osc_ucxx_acc_run(a, tgt, origin, result, k);
+        tgt += k * a->ext;
+        if (NULL != origin) origin += k * a->ext;
+        if (NULL != result) result += k * a->ext;
+        n -= k;
+    }
     ompi_osc_ucxx_hold_release(&h);
 }
 
@@ -342,14 +350,14 @@ static bool cpu_atomic(ompi_osc_ucxx_target_t *t)
     return false;
 }
 
-/* One element, predefined on every side: no layout walk. */
-static int acc_single(ompi_osc_ucxx_acc_t *a, const void *origin, void *result)
+/* n elements, predefined on every side: no layout walk. */
+static int acc_contig(ompi_osc_ucxx_acc_t *a, const void *origin, void *result, int n)
 {
     ompi_osc_ucxx_target_t *t = a->t;
     char *tgt = (char *) (uintptr_t) (t->remote + t->path.delta);
     int rc;
 
-    if (lock_free(a, t->remote)) {
+    if (1 == n && lock_free(a, t->remote)) {
         rc = order_before(a, false);
         if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
         if (cpu_atomic(t)) {
@@ -360,12 +368,14 @@ static int acc_single(ompi_osc_ucxx_acc_t *a, const void *origin, void *result)
     }
     if (t->path.mapped) {
         rc = order_before(a, false);
-        if (OPAL_LIKELY(OMPI_SUCCESS == rc)) mapped_single(a, tgt, origin, result);
+        if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+            mapped_contig(a, tgt, ompi_osc_ucxx_is_no_op(a->op) ? NULL : origin, result, n);
+        }
         return rc;
     }
     rc = order_before(a, true);
     if (OMPI_SUCCESS != rc) return rc;
-    return ompi_osc_ucxx_acc_am(a, (void *) origin, 1, a->elem, NULL, result, 1, a->elem, 1,
+    return ompi_osc_ucxx_acc_am(a, (void *) origin, n, a->elem, NULL, result, n, a->elem, n,
                                 a->elem);
 }
 
@@ -391,9 +401,10 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
     OSC_UCXX_VERBOSE(60, "window %u: %s %s on %s x%d to %d, %s", t.module->cid,
                      fetch ? "get_accumulate" : "accumulate", op->o_name, a.elem->name,
                      target_count, target, t.path.mapped ? "mapped" : "by message");
-    if (target_dt == a.elem && 1 == target_count &&
-        (NULL == origin_dt || origin_dt == a.elem) && (!fetch || result_dt == a.elem)) {
-        return acc_single(&a, origin_addr, result_addr);
+    if (target_dt == a.elem &&
+        (NULL == origin_dt || (origin_dt == a.elem && origin_count == target_count)) &&
+        (!fetch || (result_dt == a.elem && result_count == target_count))) {
+        return acc_contig(&a, origin_addr, result_addr, target_count);
     }
     if (t.path.mapped) {
         rc = order_before(&a, false);
