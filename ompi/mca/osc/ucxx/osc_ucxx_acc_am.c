@@ -41,6 +41,7 @@
 
 #define ACC_AM_FETCH  0x1
 #define ACC_AM_CAS    0x2
+#define ACC_AM_INLINE 1024   /* larger replies are built outside the UCX callback */
 
 typedef struct {
     ompi_osc_ucxx_am_hdr_t base;
@@ -228,6 +229,11 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
 
     status = acc_decode(hdr, &a);
     if (OMPI_SUCCESS == status) status = acc_check(module, &a, hdr, runs, &lo, &hi);
+    if (OMPI_SUCCESS == status && fetch && !deferred && hdr->nelem * a.ext > ACC_AM_INLINE) {
+        /* a reply this large is built where it can be sent as it is: one
+         * copy of the message in, none of the reply out */
+        return OMPI_ERR_WOULD_BLOCK;
+    }
     if (OMPI_SUCCESS != status) {
         OSC_UCXX_VERBOSE(1, "accumulate from %d refused: %d", from, status);
         fetch = false;
@@ -257,8 +263,13 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
     }
     free(copy);
 
+    if (deferred) {
+        /* outside callbacks: the reply goes as it is (freed once sent) */
+        return ompi_osc_ucxx_am_send(module, OSC_UCXX.main_worker, from, OSC_UCXX_AM_ACC_REPLY,
+                                     reply, sizeof(*hdr), rlen);
+    }
     rc = ompi_osc_ucxx_am_reply(module, from, OSC_UCXX_AM_ACC_REPLY, reply, sizeof(*hdr), rlen,
-                                deferred);
+                                false);
     free(reply);
     return rc;
 }
@@ -304,14 +315,15 @@ static acc_pending_t *pending_new(ompi_osc_ucxx_acc_t *a, void *result_addr, int
     return p;
 }
 
+/* A message for at most `left` more elements. */
 static int msg_new(acc_msg_t *m, ompi_osc_ucxx_acc_t *a, acc_pending_t *p, uint64_t first,
-                   uint32_t flags)
+                   uint32_t flags, uint64_t left)
 {
     /* values out, or old values back (NO_OP sends none): a chunk either way */
     size_t unit = 0 == m->per_elem ? a->ext : m->per_elem;
     size_t chunk = OSC_UCXX.acc_am_chunk > unit ? OSC_UCXX.acc_am_chunk : unit;
-    m->cap_elems = chunk / unit;
-    m->cap_runs = chunk / sizeof(acc_am_run_t) + 1;
+    m->cap_elems = ompi_osc_ucxx_min(chunk / unit, left);
+    m->cap_runs = ompi_osc_ucxx_min(chunk / sizeof(acc_am_run_t) + 1, m->cap_elems);
     m->hdr = malloc(sizeof(acc_am_hdr_t) + m->cap_runs * sizeof(acc_am_run_t) +
                     m->cap_elems * m->per_elem);
     if (NULL == m->hdr) return OMPI_ERR_OUT_OF_RESOURCE;
@@ -374,6 +386,7 @@ int ompi_osc_ucxx_acc_am(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_c
     bool have_origin = !ompi_osc_ucxx_is_no_op(a->op) && NULL != origin_dt;
     uint32_t flags = (a->fetch ? ACC_AM_FETCH : 0) | (cas ? ACC_AM_CAS : 0);
     uint64_t base = a->t->peer->base, first = 0;
+    uint64_t total = (uint64_t) target_count * target_dt->super.size / a->esize;
     acc_msg_t m = {.hdr = NULL, .per_elem = have_origin ? a->ext * (cas ? 2 : 1) : 0};
     acc_pending_t *p = pending_new(a, result_addr, result_count, result_dt);
     ompi_osc_ucxx_runs_t rt, ro;
@@ -388,7 +401,7 @@ int ompi_osc_ucxx_acc_am(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_c
         if (have_origin && 0 == (n = ompi_osc_ucxx_min(n, ompi_osc_ucxx_runs_peek(&ro, &op)))) break;
         if (NULL == m.hdr) {
             wait_inflight(p);
-            rc = msg_new(&m, a, p, first, flags);
+            rc = msg_new(&m, a, p, first, flags, total - first);
             if (OMPI_SUCCESS != rc) break;
         }
         n = ompi_osc_ucxx_min(n, m.cap_elems - m.hdr->nelem);

@@ -139,13 +139,13 @@ static int component_register(void)
           "accumulates to the same window wait at most this long",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.acc_hold);
-    OSC_UCXX.acc_am_chunk = 64 * 1024;
+    OSC_UCXX.acc_am_chunk = 32 * 1024;
     param("acc_am_chunk",
           "Accumulates to memory this process cannot map travel as active messages the target "
           "applies in bulk: this many bytes of values per message",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.acc_am_chunk);
-    OSC_UCXX.acc_am_inflight = 4;
+    OSC_UCXX.acc_am_inflight = 8;
     param("acc_am_inflight",
           "Messages of one such accumulate in flight at most (bounds the memory a large "
           "accumulate takes at both ends: acc_am_chunk times this)",
