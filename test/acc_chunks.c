@@ -547,19 +547,6 @@ static void run_phase(int phase, tu_win_t *w, char *obuf, char *rbuf)
     free(reqs);
 }
 
-/* is `name` an element of the comma separated list (NULL: all)? */
-static int selected(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    const char *p = list;
-    if (NULL == list) return 1;
-    while (p && *p) {
-        if (0 == strncmp(p, name, n) && (',' == p[n] || '\0' == p[n])) return 1;
-        p = strchr(p, ',');
-        if (p) p++;
-    }
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -596,7 +583,7 @@ int main(int argc, char **argv)
             continue;
         }
         for (int p = 0; p < NPHASES; p++)
-            if (selected(phases, phase_name[p])) run_phase(1 << p, &w, obuf, rbuf);
+            if (tu_in_list(phases, phase_name[p])) run_phase(1 << p, &w, obuf, rbuf);
         tu_win_free(&w);
     }
 

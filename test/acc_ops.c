@@ -373,19 +373,6 @@ static void run_phase(int phase, tu_win_t *w, char *obuf, char *rbuf, int me, in
     free(reqs);
 }
 
-/* is `name` an element of the comma separated list (NULL: all)? */
-static int phase_selected(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    const char *p = list;
-    if (NULL == list) return 1;
-    while (p && *p) {
-        if (0 == strncmp(p, name, n) && (',' == p[n] || '\0' == p[n])) return 1;
-        p = strchr(p, ',');
-        if (p) p++;
-    }
-    return 0;
-}
 
 
 int main(int argc, char **argv)
@@ -419,7 +406,7 @@ int main(int argc, char **argv)
         if (!tu_flavor_enabled(flavor)) continue;
         tu_win_create(flavor, (MPI_Aint)win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
         for (phase = 0; phase < NPHASES; phase++) {
-            if (!phase_selected(phases, phase_name[phase])) continue;
+            if (!tu_in_list(phases, phase_name[phase])) continue;
             run_phase(phase, &w, obuf, rbuf, me, nprocs);
         }
         tu_win_free(&w);

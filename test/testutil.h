@@ -75,6 +75,20 @@ typedef struct {
 } tu_win_t;
 
 /* Flavors to test: TU_FLAVORS env ("create,allocate,dynamic") or create+allocate. */
+/* Is `name` an element of the comma-separated list (NULL: every name)? */
+static inline int tu_in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p = list;
+    if (NULL == list) return 1;
+    while (p && *p) {
+        if (0 == strncmp(p, name, n) && (',' == p[n] || '\0' == p[n])) return 1;
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    return 0;
+}
+
 static inline int tu_flavor_enabled(int flavor)
 {
     const char *env = getenv("TU_FLAVORS");
