@@ -302,10 +302,6 @@ static int case_target(int phase, int ci, int r)
     return ring_phase(phase) ? (r + 1) % nprocs : ci % nprocs;
 }
 /* does origin r contribute to target me's cell in this phase? */
-static int contributes(int phase, int r)
-{
-    return !ring_phase(phase) || r == (me - 1 + nprocs) % nprocs;
-}
 
 #define DESC_FMT "%s %s %s count %d%s%s on %s"
 #define DESC_ARGS(phase, c, fl) phase_name[pidx(phase)], op_name[(c)->op], types[(c)->type].name, (c)->count, \
@@ -340,24 +336,6 @@ static int gaps_ok(const char *p0, const int64_t *pos, int count, size_t ext, in
     return 1;
 }
 
-static void lib_expected(int phase, const ccase_t *c, char *lib, char *tmp)
-{
-    int kind = types[c->type].kind;
-    size_t ext = kind_size[kind];
-    int64_t a, b;
-    for (int j = 0; j < c->count; j++) {
-        gen(c->op, kind, 1, me, j, &a, &b);
-        set_elem(kind, lib + (size_t)j * ext, a, b);
-    }
-    for (int r = 0; r < nprocs; r++) {
-        if (!contributes(phase, r)) continue;
-        for (int j = 0; j < c->count; j++) {
-            gen(c->op, kind, 0, r, j, &a, &b);
-            set_elem(kind, tmp + (size_t)j * ext, a, b);
-        }
-        MPI_Reduce_local(tmp, lib, c->count, types[c->type].dt, op_handle(c->op));
-    }
-}
 
 static void check_target(int phase, int flavor, const ccase_t *c, const char *base)
 {
@@ -383,19 +361,13 @@ static void check_target(int phase, int flavor, const ccase_t *c, const char *ba
             }
             continue;
         }
-        gen(c->op, kind, 1, me, j, &a, &b);
-        set_elem(kind, exp, a, b);
-        for (int r = 0; r < nprocs; r++) {
-            if (!contributes(phase, r)) continue;
-            gen(c->op, kind, 0, r, j, &a, &b);
-            set_elem(kind, val, a, b);
-            if (OP_NO_OP != c->op) apply(kind, c->op, exp, val);
-        }
+        acc_expected_elem(c->op, kind, ring_phase(phase), me, nprocs, j, exp, val);
         if (!eq_elem(kind, p, exp) && c->op < OP_REPLACE) {
             if (NULL == lib) {
                 lib = malloc((size_t)c->count * ext);
                 tmp = malloc((size_t)c->count * ext);
-                lib_expected(phase, c, lib, tmp);
+                acc_expected_lib(c->op, kind, types[c->type].dt, c->count, ring_phase(phase), me, nprocs,
+                                 lib, tmp);
             }
             if (eq_elem(kind, p, lib + (size_t)j * ext)) {
                 lib_note(c->op, c->type, -1);

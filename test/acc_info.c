@@ -5,6 +5,11 @@
  *  - accumulate_ordering=none at creation: reported as "none";
  *  - accumulate_ops=same_op at creation: reported as "same_op";
  *  - accumulate_ordering=waw (a subset) at creation: reported as "waw";
+ *  - mpi_accumulate_granularity (MPI 4.1): without the key, the bytes one
+ *    accumulate lock covers (64: osc_ucxx_acc_granularity); set, as given
+ *    (Open MPI 4.1 reports the hints a user set as given, like
+ *    accumulate_ordering=waw above), and the window still accumulates right
+ *    with the rounded block (128 for 100, the 8-byte minimum for 1);
  *  - on each window, accumulates still give the right values (with "none",
  *    after a flush): every rank adds to all ranks' counters with MPI_SUM.
  *
@@ -67,7 +72,7 @@ static void use_window(tu_win_t *w, const char *what)
 /* A window of `flavor` made with info key=val (none when key is NULL): the
  * keys it reports (a NULL expectation is not checked), then the accumulates. */
 static void info_case(int flavor, const char *key, const char *val, const char *ordering,
-                      const char *ops)
+                      const char *ops, const char *granularity)
 {
     MPI_Info info = key ? tu_info_new(key, val, NULL) : MPI_INFO_NULL;
     char what[96];
@@ -79,6 +84,7 @@ static void info_case(int flavor, const char *key, const char *val, const char *
     if (MPI_INFO_NULL != info) MPI_Info_free(&info);
     if (ordering) check_key(w.win, "accumulate_ordering", ordering, what);
     if (ops) check_key(w.win, "accumulate_ops", ops, what);
+    if (granularity) check_key(w.win, "mpi_accumulate_granularity", granularity, what);
     use_window(&w, what);
     tu_win_free(&w);
 }
@@ -92,10 +98,12 @@ int main(int argc, char **argv)
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_enabled(flavor)) continue;
-        info_case(flavor, NULL, NULL, "rar,raw,war,waw", "same_op_no_op");
-        info_case(flavor, "accumulate_ordering", "none", "none", "same_op_no_op");
-        info_case(flavor, "accumulate_ops", "same_op", "rar,raw,war,waw", "same_op");
-        info_case(flavor, "accumulate_ordering", "waw", "waw", NULL);
+        info_case(flavor, NULL, NULL, "rar,raw,war,waw", "same_op_no_op", "64");
+        info_case(flavor, "accumulate_ordering", "none", "none", "same_op_no_op", NULL);
+        info_case(flavor, "accumulate_ops", "same_op", "rar,raw,war,waw", "same_op", NULL);
+        info_case(flavor, "accumulate_ordering", "waw", "waw", NULL, NULL);
+        info_case(flavor, "mpi_accumulate_granularity", "100", NULL, NULL, "100");
+        info_case(flavor, "mpi_accumulate_granularity", "1", NULL, NULL, "1");
     }
     rc = tu_finish("acc_info");
     MPI_Finalize();

@@ -128,25 +128,6 @@ static void init_cell(const tcase_t *c, char *base, int me)
 #define DESC_ARGS(phase, c, fl) phase_name[phase], op_name[(c)->op], types[(c)->type].name, \
     (c)->count, (c)->vec ? " vector" : "", tu_flavor_names[fl]
 
-/* the library's result for the whole cell: init, then every origin in rank order */
-static void lib_expected(int phase, const tcase_t *c, char *lib, char *tmp, int me, int nprocs)
-{
-    int kind = types[c->type].kind, j, r;
-    size_t ext = kind_size[kind];
-    int64_t a, b;
-    for (j = 0; j < c->count; j++) {
-        gen(c->op, kind, 1, me, j, &a, &b);
-        set_elem(kind, lib + (size_t)j * ext, a, b);
-    }
-    for (r = 0; r < nprocs; r++) {
-        if (ring_phase(phase) && r != (me - 1 + nprocs) % nprocs) continue;
-        for (j = 0; j < c->count; j++) {
-            gen(c->op, kind, 0, r, j, &a, &b);
-            set_elem(kind, tmp + (size_t)j * ext, a, b);
-        }
-        MPI_Reduce_local(tmp, lib, c->count, types[c->type].dt, op_handle(c->op));
-    }
-}
 
 /* check the target side of case c at this rank */
 static void check_target(int phase, int flavor, const tcase_t *c, const char *base, int me,
@@ -178,20 +159,14 @@ static void check_target(int phase, int flavor, const tcase_t *c, const char *ba
             }
             continue;
         } else {
-            gen(c->op, kind, 1, me, j, &a, &b);
-            set_elem(kind, exp, a, b);
-            for (r = 0; r < nprocs; r++) {
-                if (ring_phase(phase) && r != (me - 1 + nprocs) % nprocs) continue;
-                gen(c->op, kind, 0, r, j, &a, &b);
-                set_elem(kind, val, a, b);
-                if (OP_NO_OP != c->op) apply(kind, c->op, exp, val);
-            }
+            acc_expected_elem(c->op, kind, ring_phase(phase), me, nprocs, j, exp, val);
         }
         if (!eq_elem(kind, p, exp) && c->op < OP_REPLACE) {
             if (NULL == lib) {
                 lib = malloc((size_t)c->count * ext);
                 tmp = malloc((size_t)c->count * ext);
-                lib_expected(phase, c, lib, tmp, me, nprocs);
+                acc_expected_lib(c->op, kind, types[c->type].dt, c->count, ring_phase(phase), me, nprocs,
+                                 lib, tmp);
             }
             if (eq_elem(kind, p, lib + (size_t)j * ext)) {
                 lib_note(c->op, c->type, c->count);

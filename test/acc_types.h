@@ -502,6 +502,50 @@ static inline void gen(int op, int kind, int init, int who, int64_t i, int64_t *
     (void)kind;
 }
 
+/* Expected target contents after a phase: element j of rank `me`'s window
+ * starts at gen(init) and every writing rank applies op with its gen value;
+ * the writers are every rank, or in a ring only me's left neighbour. */
+static inline int acc_writes(int ring, int r, int me, int nprocs)
+{
+    return !ring || r == (me - 1 + nprocs) % nprocs;
+}
+
+/* element j, by C semantics (exp: the result; val: scratch) */
+static inline void acc_expected_elem(int op, int kind, int ring, int me, int nprocs, int64_t j,
+                                     void *exp, void *val)
+{
+    int64_t a, b;
+    gen(op, kind, 1, me, j, &a, &b);
+    set_elem(kind, exp, a, b);
+    for (int r = 0; r < nprocs; r++) {
+        if (!acc_writes(ring, r, me, nprocs)) continue;
+        gen(op, kind, 0, r, j, &a, &b);
+        set_elem(kind, val, a, b);
+        if (OP_NO_OP != op) apply(kind, op, exp, val);
+    }
+}
+
+/* all `count` elements by the library's own reduction, in rank order (lib,
+ * tmp: count elements each) */
+static inline void acc_expected_lib(int op, int kind, MPI_Datatype dt, int count, int ring, int me,
+                                    int nprocs, char *lib, char *tmp)
+{
+    size_t ext = kind_size[kind];
+    int64_t a, b;
+    for (int j = 0; j < count; j++) {
+        gen(op, kind, 1, me, j, &a, &b);
+        set_elem(kind, lib + (size_t)j * ext, a, b);
+    }
+    for (int r = 0; r < nprocs; r++) {
+        if (!acc_writes(ring, r, me, nprocs)) continue;
+        for (int j = 0; j < count; j++) {
+            gen(op, kind, 0, r, j, &a, &b);
+            set_elem(kind, tmp + (size_t)j * ext, a, b);
+        }
+        MPI_Reduce_local(tmp, lib, count, dt, op_handle(op));
+    }
+}
+
 /* CAS values: target `t` holds cas_init(t); origin swaps in cas_new(origin) */
 static inline int64_t cas_init(int kind, int t) { return (K_BOOL == kind || K_FLOG == kind) ? t % 2 : 20 + t; }
 /* compare value: equal to the target's value, or different from it */

@@ -296,11 +296,9 @@ static int order_before(ompi_osc_ucxx_acc_t *a, bool by_message)
         return OMPI_SUCCESS;
     }
     if (by_message) {
-        /* messages stay in order on the endpoint; earlier UCX atomics on it
-         * are completed first */
-        return t->worker->acc_fence ? ompi_osc_ucxx_flush_link(t->module, t->worker,
-                                                               t->path.link)
-                                    : OMPI_SUCCESS;
+        /* messages stay in order on the endpoint; earlier UCX operations on
+         * it are completed first (nothing to do when none is outstanding) */
+        return ompi_osc_ucxx_flush_link(t->module, t->worker, t->path.link);
     }
     while (OPAL_UNLIKELY(t->module->am_outstanding > 0)) opal_progress();
     if (OPAL_UNLIKELY(t->worker->acc_fence)) {

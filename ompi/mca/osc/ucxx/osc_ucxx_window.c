@@ -96,7 +96,7 @@ static char *info_same_disp_unit(opal_infosubscriber_t *obj, char *key, char *va
 /* mpi_accumulate_granularity (MPI 4.1): bytes of window one accumulate
  * lock covers, the same on every process; 0 or absent leaves it to us (the
  * osc_ucxx_acc_granularity parameter).  Rounded up to a power of two from 8
- * bytes to 1 GiB.  Fixed at creation: reported as used. */
+ * bytes to 1 GiB.  Fixed at creation. */
 static uint32_t granularity_shift(struct opal_info_t *info)
 {
     unsigned long bytes = OSC_UCXX.acc_granularity;
@@ -223,8 +223,10 @@ void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
     opal_infosubscribe_subscribe(&win->super, "no_locks", "false", info_no_locks);
     opal_infosubscribe_subscribe(&win->super, "same_size", "false", info_same_size);
     opal_infosubscribe_subscribe(&win->super, "same_disp_unit", "false", info_same_disp_unit);
-    opal_infosubscribe_subscribe(&win->super, "mpi_accumulate_granularity", "0",
-                                 info_granularity);
+    /* Open MPI 4.1 reports a key the user set as given; without the key, the
+     * block size in use */
+    opal_infosubscribe_subscribe(&win->super, "mpi_accumulate_granularity",
+                                 info_granularity(&win->super, NULL, NULL), info_granularity);
     opal_infosubscribe_subscribe(&win->super, "accumulate_ordering", "rar,raw,war,waw",
                                  info_acc_ordering);
     opal_infosubscribe_subscribe(&win->super, "accumulate_ops", "same_op_no_op", info_acc_ops);
