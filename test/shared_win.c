@@ -10,11 +10,18 @@
  *   3. RMA on the same window: a put into the next rank's segment, MPI_SUM
  *      accumulates and fetch_and_op on a counter of rank 0, compare_and_swap,
  *      a get of the previous rank's last word (nobody writes it); checked with loads and fetched values;
- *   4. a window where rank 1 allocates nothing: its size is 0 and
- *      MPI_PROC_NULL still names rank 0;
- *   5. MPI_Win_shared_query on an MPI_Win_allocate window fails.
- * Open MPI 4.1.4's osc/sm passes the contiguous half; with
- * alloc_shared_noncontig it reports page-rounded sizes.
+ *   4. windows where ranks allocate nothing (rank 1 only; every odd rank),
+ *      contiguous and with alloc_shared_noncontig=true: the query of such a
+ *      rank gives size 0 and a NULL base (MPI-4.1: no memory to load/store),
+ *      and MPI_PROC_NULL still names rank 0 (16 bytes, its base);
+ *   5. MPI_Win_shared_query on MPI_Win_allocate and MPI_Win_create windows
+ *      (MPI-4.1 allows it on every flavor) succeeds: the own rank gives its
+ *      own base, size and disp_unit; every other rank either size 0 and NULL
+ *      or its size and disp_unit and a base; MPI_PROC_NULL gives rank 0's
+ *      answer (shared_query checks loads and stores through those pointers).
+ * Open MPI 4.1.4's osc/sm passes the contiguous half of 1-3; with
+ * alloc_shared_noncontig it reports page-rounded sizes; in 4 it gives
+ * ranks with 0 bytes a non-NULL base.
  */
 #include "testutil.h"
 #include <stdint.h>
@@ -103,42 +110,109 @@ static void one_window(int noncontig)
     free(seg);
 }
 
-static void empty_rank(void)
+/* Ranks with 0 bytes: every odd rank (odd != 0) or rank 1 only. */
+static void empty_ranks(int every_odd, int noncontig)
 {
+    MPI_Info info = noncontig ? tu_info_new("alloc_shared_noncontig", "true", NULL) : MPI_INFO_NULL;
     MPI_Aint qsize;
     int qdisp;
-    int64_t *mine, *p;
+    int64_t *mine, *p, *p0 = NULL;
+    MPI_Win win;
+    char how[80];
+
+    snprintf(how, sizeof(how), "%s, %s", every_odd ? "odd ranks 0 bytes" : "rank 1 0 bytes",
+             noncontig ? "noncontig" : "contiguous");
+    int empty = every_odd ? (me % 2) : (1 == me);
+    TU_MPI(MPI_Win_allocate_shared(empty ? 0 : 16, 8, info, MPI_COMM_WORLD, &mine, &win));
+    for (int r = 0; r < nprocs; r++) {
+        int r_empty = every_odd ? (r % 2) : (1 == r);
+        p = (int64_t *) 1;
+        TU_MPI(MPI_Win_shared_query(win, r, &qsize, &qdisp, &p));
+        if (r_empty) {
+            TU_CHECK(0 == qsize && NULL == p, "%s: rank %d allocated nothing, query says %ld bytes at %p",
+                     how, r, (long) qsize, (void *) p);
+        } else {
+            TU_CHECK(16 == qsize && NULL != p, "%s: rank %d: %ld bytes at %p", how, r, (long) qsize,
+                     (void *) p);
+        }
+        if (0 == r) p0 = p;
+    }
+    TU_MPI(MPI_Win_shared_query(win, MPI_PROC_NULL, &qsize, &qdisp, &p));
+    TU_CHECK(16 == qsize && p == p0, "%s: MPI_PROC_NULL query: %ld bytes at %p (rank 0: %p)", how,
+             (long) qsize, (void *) p, (void *) p0);
+    TU_MPI(MPI_Win_free(&win));
+    if (MPI_INFO_NULL != info) MPI_Info_free(&info);
+}
+
+static const char *cls_name(int rc)
+{
+    int cls = tu_err_class(rc);
+    return MPI_ERR_RMA_FLAVOR == cls ? "MPI_ERR_RMA_FLAVOR" : tu_err_class_name(cls);
+}
+
+/* Check 5: the query on the other flavors. */
+static void other_flavor(int allocate)
+{
+    const char *how = allocate ? "MPI_Win_allocate window" : "MPI_Win_create window";
+    MPI_Aint mysize = 64 + 8 * me, qsize, s0 = -1;
+    int qdisp, d0 = -1, rc;
+    void *base, *p, *p0 = NULL, *mem = NULL;
     MPI_Win win;
 
-    TU_MPI(MPI_Win_allocate_shared(1 == me ? 0 : 16, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &mine,
-                                   &win));
-    TU_MPI(MPI_Win_shared_query(win, 1, &qsize, &qdisp, &p));
-    TU_CHECK(0 == qsize, "rank 1 allocated nothing, query says %ld bytes", (long) qsize);
-    TU_MPI(MPI_Win_shared_query(win, MPI_PROC_NULL, &qsize, &qdisp, &p));
-    TU_CHECK(16 == qsize, "MPI_PROC_NULL query: %ld bytes", (long) qsize);
+    if (allocate) {
+        TU_MPI(MPI_Win_allocate(mysize, 1 + me % 2, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    } else {
+        base = mem = malloc(mysize);
+        TU_MPI(MPI_Win_create(base, mysize, 1 + me % 2, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    }
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    for (int r = 0; r < nprocs; r++) {
+        qsize = -1; qdisp = -1; p = (void *) 1;
+        rc = MPI_Win_shared_query(win, r, &qsize, &qdisp, &p);
+        TU_CHECK(MPI_SUCCESS == rc, "MPI_Win_shared_query(rank %d) on an %s returned %s", r, how,
+                 cls_name(rc));
+        if (MPI_SUCCESS != rc) continue;
+        if (r == me) {
+            TU_CHECK(p == base && qsize == mysize && qdisp == 1 + me % 2,
+                     "%s: query of my rank: %ld bytes, disp_unit %d, at %p; expected %ld, %d, %p", how,
+                     (long) qsize, qdisp, p, (long) mysize, 1 + me % 2, base);
+        } else {
+            TU_CHECK((0 == qsize && NULL == p) ||
+                     (64 + 8 * r == qsize && 1 + r % 2 == qdisp && NULL != p),
+                     "%s: query of rank %d: %ld bytes, disp_unit %d, at %p", how, r, (long) qsize, qdisp, p);
+        }
+        if (0 == r) { p0 = p; s0 = qsize; d0 = qdisp; }
+    }
+    p = (void *) 1;
+    rc = MPI_Win_shared_query(win, MPI_PROC_NULL, &qsize, &qdisp, &p);
+    TU_CHECK(MPI_SUCCESS == rc, "MPI_Win_shared_query(MPI_PROC_NULL) on an %s returned %s", how,
+             cls_name(rc));
+    if (MPI_SUCCESS == rc)
+        TU_CHECK(p == p0 && qsize == s0 && (0 == qsize || qdisp == d0),
+                 "MPI_Win_shared_query(MPI_PROC_NULL) on an %s: %ld bytes at %p (rank 0: %ld at %p)",
+                 how, (long) qsize, p, (long) s0, p0);
     TU_MPI(MPI_Win_free(&win));
+    free(mem);
 }
 
 int main(int argc, char **argv)
 {
-    MPI_Win win;
-    void *base, *p;
-    MPI_Aint qsize;
-    int qdisp, rc;
+    int rc;
 
+    tu_parse_args(argc, argv);   /* (MCA settings: before MPI_Init) */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    tu_parse_args(argc, argv);
     one_window(0);
     one_window(1);
-    if (nprocs > 1) empty_rank();
-
-    TU_MPI(MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
-    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
-    rc = MPI_Win_shared_query(win, 0, &qsize, &qdisp, &p);
-    TU_CHECK(MPI_SUCCESS != rc, "MPI_Win_shared_query on an MPI_Win_allocate window succeeded");
-    TU_MPI(MPI_Win_free(&win));
+    if (nprocs > 1) {
+        for (int noncontig = 0; noncontig < 2; noncontig++) {
+            empty_ranks(0, noncontig);
+            empty_ranks(1, noncontig);
+        }
+    }
+    other_flavor(1);
+    other_flavor(0);
 
     rc = tu_finish("shared_win");
     MPI_Finalize();

@@ -97,6 +97,13 @@ static inline int tu_flavor_enabled(int flavor)
     return NULL != strstr(env, tu_flavor_names[flavor]);
 }
 
+/* Tests of every flavor, the shared one included: all four unless TU_FLAVORS
+ * narrows them. */
+static inline int tu_flavor_or_all(int flavor)
+{
+    return NULL == getenv("TU_FLAVORS") ? 1 : tu_flavor_enabled(flavor);
+}
+
 static inline void tu_win_create(int flavor, MPI_Aint size, int disp_unit, MPI_Info info,
                                  MPI_Comm comm, tu_win_t *w)
 {

@@ -257,6 +257,13 @@ static inline size_t ompi_osc_ucxx_hold_cover(ompi_osc_ucxx_hold_t *h,
     return fit < n ? fit : n;
 }
 
+/* The message path (osc_ucxx_acc_am.c): the target applies the operation;
+ * also how put and get of many small pieces travel (osc_ucxx_comm.c). */
+int ompi_osc_ucxx_acc_am(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_count,
+                         ompi_datatype_t *origin_dt, const void *compare_addr,
+                         void *result_addr, int result_count, ompi_datatype_t *result_dt,
+                         int target_count, ompi_datatype_t *target_dt);
+
 END_C_DECLS
 
 #endif /* OMPI_OSC_UCXX_ACC_H */

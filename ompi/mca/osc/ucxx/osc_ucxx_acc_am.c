@@ -153,7 +153,7 @@ static int acc_decode(const acc_am_hdr_t *hdr, ompi_osc_ucxx_acc_t *a)
 }
 
 /* [lo, hi): the window bytes the message's runs touch, which must be in
- * the window (or one attached region).  The origin checked; never trust
+ * the window (or attached regions).  The origin checked; never trust
  * blindly (a region may be gone since). */
 static int acc_check(ompi_osc_ucxx_module_t *module, const ompi_osc_ucxx_acc_t *a,
                      const acc_am_hdr_t *hdr, const acc_am_run_t *runs, uint64_t *lo,

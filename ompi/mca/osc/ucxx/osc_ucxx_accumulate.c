@@ -45,12 +45,6 @@
 #include "osc_ucxx_acc.h"
 #include "osc_ucxx.h"
 
-/* The message path (osc_ucxx_acc_am.c) */
-int ompi_osc_ucxx_acc_am(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_count,
-                         ompi_datatype_t *origin_dt, const void *compare_addr,
-                         void *result_addr, int result_count, ompi_datatype_t *result_dt,
-                         int target_count, ompi_datatype_t *target_dt);
-
 /* The predefined type a (possibly derived) datatype is built from. */
 static ompi_datatype_t *element_type(ompi_datatype_t *dt)
 {
@@ -387,14 +381,17 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
     ompi_osc_ucxx_acc_t a = {.t = &t, .fetch = fetch, .req = req};
     int rc;
 
+    if (OPAL_UNLIKELY(MPI_PROC_NULL == target)) return ompi_osc_ucxx_proc_null(view);
     rc = ompi_osc_ucxx_op_begin(view, target, target_disp, target_count, target_dt, &t);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
+    /* no bytes (count 0, or a type of size 0 with no element type): a no-op */
+    if (0 == (size_t) target_count * target_dt->super.size) return OMPI_SUCCESS;
     rc = acc_setup(&a, op, origin_dt, target_dt);
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) rc = check_intrinsic(view);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
-    if (0 == (size_t) target_count * target_dt->super.size) return OMPI_SUCCESS;  /* nothing */
     rc = ompi_osc_ucxx_op_resolve(&t, true);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
+    if (OPAL_UNLIKELY(t.path.split)) goto by_message;   /* across attached regions */
 
     OSC_UCXX_VERBOSE(60, "window %u: %s %s on %s x%d to %d, %s", t.module->cid,
                      fetch ? "get_accumulate" : "accumulate", op->o_name, a.elem->name,
@@ -412,6 +409,7 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
         }
         return rc;
     }
+by_message:
     rc = order_before(&a, true);
     if (OMPI_SUCCESS != rc) return rc;
     return ompi_osc_ucxx_acc_am(&a, (void *) origin_addr, origin_count, origin_dt, NULL,
@@ -538,6 +536,7 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     ompi_osc_ucxx_acc_t a = {.t = &t, .op = &ompi_mpi_op_replace.op, .elem = dt, .fetch = true};
     int rc;
 
+    if (OPAL_UNLIKELY(MPI_PROC_NULL == target)) return ompi_osc_ucxx_proc_null(view);
     rc = ompi_osc_ucxx_op_begin(view, target, target_disp, 1, dt, &t);
     if (OMPI_SUCCESS != rc) return rc;
     if (!ompi_datatype_is_predefined(dt)) return MPI_ERR_TYPE;
@@ -546,7 +545,8 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     if (OMPI_SUCCESS != rc) return rc;
     ompi_osc_ucxx_acc_geometry(&a);
 
-    if (lock_free(&a, t.remote) && !cpu_atomic(&t)) {
+    /* (an element across two attached regions: the target applies it) */
+    if (lock_free(&a, t.remote) && !t.path.split && !cpu_atomic(&t)) {
         uint64_t reply = 0;
         rc = order_before(&a, false);
         memcpy(&reply, origin_addr, a.esize);

@@ -16,7 +16,11 @@
 #include "osc_ucxx_op.h"
 #include "osc_ucxx_request.h"
 #include "osc_ucxx_dt.h"
+#include "osc_ucxx_acc.h"
 #include "osc_ucxx.h"
+
+static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint64_t remote,
+                       size_t len, ompi_osc_ucxx_request_t *req);
 
 /* One contiguous transfer. */
 static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote,
@@ -34,6 +38,9 @@ static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint
             memcpy(local, p, len);
         }
         return OMPI_SUCCESS;
+    }
+    if (OPAL_UNLIKELY(t->path.split)) {
+        return xfer_across(t, is_put, local, remote, len, req);
     }
 
     param.op_attr_mask = 0;
@@ -59,6 +66,27 @@ static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint
     return OMPI_SUCCESS;
 }
 
+/* Dynamic windows: a transfer over regions attached back to back, one
+ * transfer per region (each has its own registration). */
+static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint64_t remote,
+                       size_t len, ompi_osc_ucxx_request_t *req)
+{
+    ompi_osc_ucxx_target_t piece = *t;
+    uint64_t end;
+    int rc = OMPI_SUCCESS;
+
+    while (OMPI_SUCCESS == rc && len > 0) {
+        rc = ompi_osc_ucxx_dyn_piece(t->module, t->worker, t->rank, remote, remote + len,
+                                     &piece.path, &end);
+        if (OMPI_SUCCESS != rc) break;
+        rc = xfer(&piece, is_put, local, remote, end - remote, req);
+        local += end - remote;
+        len -= end - remote;
+        remote = end;
+    }
+    return rc;
+}
+
 /* Walk both layouts at once, one transfer per matching piece. */
 static int xfer_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
                        int origin_count, struct ompi_datatype_t *origin_dt, int target_count,
@@ -80,6 +108,146 @@ static int xfer_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr
     return rc;
 }
 
+/* ------------------------------------------------------------------------- */
+/* Derived datatypes in large pieces (issue 17 item 5).  One UCX operation or
+ * memcpy per contiguous piece is what xfer_pieces does; with many small
+ * pieces that is the cost, not the bytes:
+ *   - mapped memory: the convertor's block copy where both sides have one
+ *     type, else one pack straight into (unpack straight from) a contiguous
+ *     side, instead of our walk of both layouts (a convertor call per 32
+ *     pieces and a memcpy per piece: 2-4x slower than osc/sm and osc/rdma
+ *     on 262,144-element indexed and struct types);
+ *   - memory we do not map, where every piece is a UCX operation the target
+ *     emulates (one TCP send each with UCX_TLS=tcp), when the pieces are
+ *     small: the accumulate messages (osc_ucxx_acc_am.c) with MPI_BYTE
+ *     elements, REPLACE for a put and NO_OP fetching for a get, so up to
+ *     osc_ucxx_acc_am_chunk bytes of values plus their (offset, length) runs
+ *     travel in one message and the target copies them.  UCX 1.13 has no
+ *     IOV for put/get (ucp.h: only ucp_dt_make_contig(1)), so packing is
+ *     the way to large pieces.  Completion is the messages' (flushes wait
+ *     for their answers; requests count them). */
+
+/* Pieces looked at before choosing, and the mean piece length below which
+ * messages carry a transfer to unmapped memory. */
+#define OSC_UCXX_PROBE_PIECES 16
+#define OSC_UCXX_SMALL_PIECE 2048
+
+/* All of one contiguous side from / into a derived layout with one
+ * convertor call (the convertor copies block by block). */
+static void convertor_copy(bool pack, char *buf, int count, struct ompi_datatype_t *dt,
+                           char *contig, size_t size)
+{
+    opal_convertor_t conv;
+    size_t done = 0;
+    bool complete = false;
+
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    if (pack) {
+        opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &dt->super, count, buf,
+                                                 0, &conv);
+    } else {
+        opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &dt->super, count, buf,
+                                                 0, &conv);
+    }
+    while (!complete && done < size) {
+        struct iovec iov = {.iov_base = contig + done, .iov_len = size - done};
+        uint32_t n = 1;
+        size_t max = size - done;
+        complete = pack ? opal_convertor_pack(&conv, &iov, &n, &max)
+                        : opal_convertor_unpack(&conv, &iov, &n, &max);
+        if (0 == max) break;
+        done += max;
+    }
+    OBJ_DESTRUCT(&conv);
+}
+
+/* Mapped memory, a derived layout on at least one side: one type on both
+ * sides is the convertor's block copy, one contiguous side one pack or
+ * unpack; two different derived layouts keep the walk of both (false).
+ * (Not ompi_datatype_sndrcv: in Open MPI 4.1.4 it copies only part of a
+ * vector into a contiguous buffer.) */
+static bool mapped_typed_copy(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
+                              int origin_count, struct ompi_datatype_t *origin_dt,
+                              int target_count, struct ompi_datatype_t *target_dt, size_t size)
+{
+    char *tbuf = (char *) (uintptr_t) (t->remote + t->path.delta);
+    char *src = is_put ? (char *) origin_addr : tbuf, *dst = is_put ? tbuf : (char *) origin_addr;
+    int scount = is_put ? origin_count : target_count, dcount = is_put ? target_count : origin_count;
+    struct ompi_datatype_t *sdt = is_put ? origin_dt : target_dt;
+    struct ompi_datatype_t *ddt = is_put ? target_dt : origin_dt;
+
+    if (sdt == ddt && scount == dcount) {
+        ompi_datatype_copy_content_same_ddt(sdt, scount, dst, src);
+    } else if (ompi_datatype_is_contiguous_memory_layout(ddt, dcount)) {
+        convertor_copy(true, src, scount, sdt, dst + ddt->super.true_lb, size);
+    } else if (ompi_datatype_is_contiguous_memory_layout(sdt, scount)) {
+        convertor_copy(false, dst, dcount, ddt, src + sdt->super.true_lb, size);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Does the transfer start with at least OSC_UCXX_PROBE_PIECES pieces of
+ * OSC_UCXX_SMALL_PIECE bytes or less on average?  (ordered views keep one
+ * ordered stream of UCX operations: never by message; nor what a message
+ * walk could not count in an int) */
+static bool small_pieces(ompi_osc_ucxx_target_t *t, void *origin_addr, int origin_count,
+                         struct ompi_datatype_t *origin_dt, int target_count,
+                         struct ompi_datatype_t *target_dt, size_t size)
+{
+    ompi_osc_ucxx_dt_iter_t o, it;
+    char *lp;
+    uint64_t rp;
+    size_t len, bytes = 0;
+    int n = 0;
+
+    if (t->view->ordered || size > INT_MAX) {
+        return false;
+    }
+    ompi_osc_ucxx_dt_iter_init(&o, origin_addr, origin_count, origin_dt);
+    ompi_osc_ucxx_dt_iter_init(&it, (void *) (uintptr_t) t->remote, target_count, target_dt);
+    while (n < OSC_UCXX_PROBE_PIECES && ompi_osc_ucxx_dt_iter_pair(&o, &it, &lp, &rp, &len)) {
+        bytes += len;
+        n++;
+    }
+    ompi_osc_ucxx_dt_iter_fini(&o);
+    ompi_osc_ucxx_dt_iter_fini(&it);
+    return OSC_UCXX_PROBE_PIECES == n && bytes < OSC_UCXX_PROBE_PIECES * OSC_UCXX_SMALL_PIECE;
+}
+
+/* A contiguous side as `size` bytes (the message path walks layouts in
+ * elements of MPI_BYTE; a predefined type would count as that many bytes). */
+static void as_bytes(char **addr, int *count, struct ompi_datatype_t **dt, size_t size)
+{
+    if (ompi_datatype_is_contiguous_memory_layout(*dt, *count)) {
+        *addr += (*dt)->super.true_lb;
+        *count = (int) size;
+        *dt = &ompi_mpi_byte.dt;
+    }
+}
+
+static int put_get_by_message(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
+                              int origin_count, struct ompi_datatype_t *origin_dt,
+                              int target_count, struct ompi_datatype_t *target_dt, size_t size,
+                              ompi_osc_ucxx_request_t *req)
+{
+    ompi_osc_ucxx_acc_t a = {.t = t, .elem = &ompi_mpi_byte.dt, .fetch = !is_put, .req = req,
+                             .op = is_put ? &ompi_mpi_op_replace.op : &ompi_mpi_op_no_op.op};
+    char *oaddr = origin_addr, *taddr = (char *) (uintptr_t) t->remote;
+
+    as_bytes(&oaddr, &origin_count, &origin_dt, size);
+    as_bytes(&taddr, &target_count, &target_dt, size);
+    t->remote = (uint64_t) (uintptr_t) taddr;
+    ompi_osc_ucxx_acc_geometry(&a);
+    if (is_put) {
+        return ompi_osc_ucxx_acc_am(&a, oaddr, origin_count, origin_dt, NULL, NULL, 0, NULL,
+                                    target_count, target_dt);
+    }
+    return ompi_osc_ucxx_acc_am(&a, NULL, 0, NULL, NULL, oaddr, origin_count, origin_dt,
+                                target_count, target_dt);
+}
+
 int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr,
                           int origin_count, struct ompi_datatype_t *origin_dt, int target,
                           ptrdiff_t target_disp, int target_count,
@@ -89,6 +257,9 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
     size_t size = origin_dt->super.size * (size_t) origin_count;
     int rc;
 
+    if (OPAL_UNLIKELY(MPI_PROC_NULL == target)) {
+        return ompi_osc_ucxx_proc_null(view);
+    }
     rc = ompi_osc_ucxx_op_begin(view, target, target_disp, target_count, target_dt, &t);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
@@ -107,6 +278,14 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
                     ompi_datatype_is_contiguous_memory_layout(target_dt, target_count))) {
         rc = xfer(&t, is_put, (char *) origin_addr + origin_dt->super.true_lb,
                   t.remote + target_dt->super.true_lb, size, req);
+    } else if (t.path.mapped && mapped_typed_copy(&t, is_put, origin_addr, origin_count,
+                                                  origin_dt, target_count, target_dt, size)) {
+        rc = OMPI_SUCCESS;
+    } else if (!t.path.mapped &&
+               small_pieces(&t, origin_addr, origin_count, origin_dt, target_count, target_dt,
+                            size)) {
+        rc = put_get_by_message(&t, is_put, origin_addr, origin_count, origin_dt, target_count,
+                                target_dt, size, req);
     } else {
         rc = xfer_pieces(&t, is_put, origin_addr, origin_count, origin_dt, target_count,
                          target_dt, req);

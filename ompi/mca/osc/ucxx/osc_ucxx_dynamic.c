@@ -15,6 +15,15 @@
  * that follows fails with MPI_ERR_RMA_RANGE.  A region the cache lacks is
  * asked for with one active message (never the whole table).
  *
+ * Regions attached back to back (or overlapping) are one piece of target
+ * memory to MPI: an access may start in one and end in another.  Each keeps
+ * its own registration (merging them would mean re-registering memory that
+ * origins may be using), so such an access is split: the lookup answers
+ * "attached, across regions" with the region holding the first byte, put
+ * and get then go region by region (ompi_osc_ucxx_dyn_piece), and
+ * accumulates go by message to the target, which applies them to its own
+ * memory after the same check.
+ *
  * Attached pages are moved onto shared memory where possible
  * (osc_ucxx_share.c); the region's description then names the object, and an
  * origin on the node maps it and uses loads and stores, as on an allocated
@@ -65,11 +74,31 @@ static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
     return -1;
 }
 
+/* How far regions attached back to back or overlapping cover [lo, hi) from
+ * lo: the end of the covered run (>= hi: all of it; lo: nothing).  Regions
+ * are sorted by base, so the run ends at the first region that starts past
+ * it; none starting more than the longest region's length before lo can
+ * reach lo.  Caller holds dyn_lock. */
+static uint64_t covered_to(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+{
+    uint64_t reach = lo;
+    int i = last_base_at_or_below(module->regions, module->nregions,
+                                  sizeof(module->regions[0]),
+                                  lo > module->dyn_max_len ? lo - module->dyn_max_len : 0);
+
+    for (i = i < 0 ? 0 : i; i < module->nregions && module->regions[i].base <= reach &&
+                            reach < hi; ++i) {
+        uint64_t end = module->regions[i].base + module->regions[i].len;
+        if (end > reach) reach = end;
+    }
+    return reach;
+}
+
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
 {
     bool found;
     OSC_UCXX_LOCK(&module->dyn_lock);
-    found = region_find(module, lo, hi) >= 0;
+    found = covered_to(module, lo, hi) >= hi;
     OSC_UCXX_UNLOCK(&module->dyn_lock);
     return found;
 }
@@ -192,6 +221,7 @@ typedef struct {
     uint64_t region_base, region_len;
     ompi_osc_ucxx_share_t share;
     uint32_t found;
+    uint32_t spans;          /* attached, but across regions: this one holds lo */
     uint32_t rkey_len;
 } region_reply_t;
 
@@ -216,6 +246,10 @@ static int region_req_handler(ompi_osc_ucxx_module_t *module, int from, void *bu
     OSC_UCXX_LOCK(&module->dyn_lock);
     reply->gen = ompi_osc_ucxx_state_gen_local(module);
     i = region_find(module, req->lo, req->hi);
+    if (i < 0 && covered_to(module, req->lo, req->hi) >= req->hi) {
+        i = region_find(module, req->lo, req->lo + 1);
+        reply->spans = 1;
+    }
     if (i >= 0 && module->regions[i].rkey_len <= OSC_UCXX_MAX_RKEY) {
         reply->found = 1;
         reply->region_base = module->regions[i].base;
@@ -257,6 +291,7 @@ static void cache_clear(ompi_osc_ucxx_dyncache_t *cache, uint64_t gen)
         ucp_rkey_destroy(cache->entries[i].rkey);
     }
     cache->count = 0;
+    cache->max_len = 0;
     cache->gen = gen;
     cache->hot_lo = UINT64_MAX;
     cache->hot_hi = 0;
@@ -299,7 +334,24 @@ static dynentry_t *cache_add(ompi_osc_ucxx_dyncache_t *cache, const dynentry_t *
             (cache->count - pos) * sizeof(*cache->entries));
     cache->entries[pos] = *entry;
     cache->count++;
+    if (entry->len > cache->max_len) cache->max_len = entry->len;
     return &cache->entries[pos];
+}
+
+/* Do cached regions attached back to back cover [lo, hi)?  (As covered_to,
+ * on the cache.) */
+static bool cache_covers(ompi_osc_ucxx_dyncache_t *cache, uint64_t lo, uint64_t hi)
+{
+    uint64_t reach = lo;
+    int i = last_base_at_or_below(cache->entries, cache->count, sizeof(cache->entries[0]),
+                                  lo > cache->max_len ? lo - cache->max_len : 0);
+
+    for (i = i < 0 ? 0 : i; i < cache->count && cache->entries[i].base <= reach &&
+                            reach < hi; ++i) {
+        uint64_t end = cache->entries[i].base + cache->entries[i].len;
+        if (end > reach) reach = end;
+    }
+    return reach >= hi;
 }
 
 static int region_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
@@ -350,16 +402,76 @@ static int region_entry(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *li
     return OMPI_SUCCESS;
 }
 
+/* The cache entry of a region holding [lo, hi), asking the target when the
+ * cache has none.  *spans: [lo, hi) is attached, but across regions, and
+ * the entry holds lo. */
+static int entry_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                        int target, ompi_osc_ucxx_link_t *link, uint64_t lo, uint64_t hi,
+                        dynentry_t **out, bool *spans)
+{
+    ompi_osc_ucxx_dyncache_t *cache = link->dyn;
+    region_wait_t wait;
+    dynentry_t fresh;
+    int rc;
+
+    *spans = false;
+    *out = cache_find(cache, lo, hi);
+    if (NULL != *out) return OMPI_SUCCESS;
+    if (cache_covers(cache, lo, hi) && NULL != (*out = cache_find(cache, lo, lo + 1))) {
+        *spans = true;
+        return OMPI_SUCCESS;
+    }
+    rc = region_lookup(module, worker, target, lo, hi, &wait);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (!wait.reply.found) {
+        OSC_UCXX_VERBOSE(20, "window %u: [%#" PRIx64 ", %#" PRIx64 ") not attached at %d",
+                         module->cid, lo, hi, target);
+        return OMPI_ERR_RMA_RANGE;
+    }
+    if (wait.reply.gen != cache->gen) cache_clear(cache, wait.reply.gen);
+    rc = region_entry(module, link, target, &wait, &fresh);
+    if (OMPI_SUCCESS != rc) return rc;
+    *out = cache_add(cache, &fresh);
+    if (NULL == *out) {
+        ucp_rkey_destroy(fresh.rkey);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *spans = 0 != wait.reply.spans;
+    return OMPI_SUCCESS;
+}
+
+/* The path to [lo, hi) inside one cached region: its shared pages mapped
+ * here where they cover the range (remembered as the hot range), else its
+ * rkey. */
+static void entry_path(ompi_osc_ucxx_dyncache_t *cache, const dynentry_t *entry, uint64_t lo,
+                       uint64_t hi, ompi_osc_ucxx_path_t *path)
+{
+    path->rkey = entry->rkey;
+    path->mapped = path->partial = path->split = false;
+    if (NULL != entry->direct && lo >= entry->dlo && hi <= entry->dhi) {
+        path->mapped = true;
+        path->delta = (intptr_t) entry->direct - (intptr_t) entry->dlo;
+        path->partial = entry->dlo > entry->base || entry->dhi < entry->base + entry->len;
+        if (NULL != cache->gen_word) {
+            cache->hot_lo = entry->dlo;
+            cache->hot_hi = entry->dhi;
+            cache->hot_delta = path->delta;
+            cache->hot_partial = path->partial;
+            cache->hot_rkey = entry->rkey;
+        }
+    }
+}
+
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                               int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
 {
     ompi_osc_ucxx_dyncache_t *cache;
-    region_wait_t wait;
-    dynentry_t *entry, fresh;
+    dynentry_t *entry;
+    bool spans;
     uint64_t gen;
     int rc;
 
-    path->partial = false;
+    path->partial = path->split = false;
     if (target == module->rank) {
         /* our own memory: check it is attached, then use it directly */
         if (!ompi_osc_ucxx_dyn_contains(module, lo, hi)) return OMPI_ERR_RMA_RANGE;
@@ -383,36 +495,33 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
     if (gen != cache->gen) {
         cache_clear(cache, gen);  /* something was detached: trust nothing cached */
     }
-    entry = cache_find(cache, lo, hi);
-    if (NULL == entry) {
-        rc = region_lookup(module, worker, target, lo, hi, &wait);
-        if (OMPI_SUCCESS != rc) return rc;
-        if (!wait.reply.found) {
-            OSC_UCXX_VERBOSE(20, "window %u: [%#" PRIx64 ", %#" PRIx64 ") not attached at %d",
-                             module->cid, lo, hi, target);
-            return OMPI_ERR_RMA_RANGE;
-        }
-        if (wait.reply.gen != cache->gen) cache_clear(cache, wait.reply.gen);
-        rc = region_entry(module, path->link, target, &wait, &fresh);
-        if (OMPI_SUCCESS != rc) return rc;
-        entry = cache_add(cache, &fresh);
-        if (NULL == entry) {
-            ucp_rkey_destroy(fresh.rkey);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
+    rc = entry_lookup(module, worker, target, path->link, lo, hi, &entry, &spans);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (spans) {
+        path->split = true;
+        path->rkey = NULL;
+        return OMPI_SUCCESS;
     }
-    path->rkey = entry->rkey;
-    if (NULL != entry->direct && lo >= entry->dlo && hi <= entry->dhi) {
-        path->mapped = true;
-        path->delta = (intptr_t) entry->direct - (intptr_t) entry->dlo;
-        path->partial = entry->dlo > entry->base || entry->dhi < entry->base + entry->len;
-        if (NULL != cache->gen_word) {
-            cache->hot_lo = entry->dlo;
-            cache->hot_hi = entry->dhi;
-            cache->hot_delta = path->delta;
-            cache->hot_partial = path->partial;
-            cache->hot_rkey = entry->rkey;
-        }
-    }
+    entry_path(cache, entry, lo, hi, path);
+    return OMPI_SUCCESS;
+}
+
+/* After dyn_resolve said split: the generation was checked for the whole
+ * access then, so each piece only finds its region. */
+int ompi_osc_ucxx_dyn_piece(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                            int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path,
+                            uint64_t *end)
+{
+    dynentry_t *entry;
+    bool spans;
+    int rc;
+
+    path->link = ompi_osc_ucxx_link(module, worker, target);
+    if (NULL == path->link || NULL == path->link->dyn) return OMPI_ERR_UNREACH;
+    rc = entry_lookup(module, worker, target, path->link, lo, hi, &entry, &spans);
+    if (OMPI_SUCCESS != rc) return rc;
+    *end = hi;
+    if (spans && entry->base + entry->len < hi) *end = entry->base + entry->len;
+    entry_path(path->link->dyn, entry, lo, *end, path);
     return OMPI_SUCCESS;
 }

@@ -16,7 +16,7 @@ BEGIN_C_DECLS
 
 int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len);
 int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base);
-/* Is [lo, hi) inside one region attached here? */
+/* Is [lo, hi) attached here (in one region, or regions back to back)? */
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi);
 void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache);

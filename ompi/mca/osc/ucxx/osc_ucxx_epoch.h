@@ -86,6 +86,11 @@ static inline int ompi_osc_ucxx_epoch_kind(ompi_osc_ucxx_module_t *module)
 {
     return module->access->kind;
 }
+/* Is any access epoch open (fence, lock_all, start, or a lock)? */
+static inline bool ompi_osc_ucxx_epoch_any(ompi_osc_ucxx_module_t *module)
+{
+    return OSC_UCXX_EPOCH_NONE != module->access->kind || module->nlocks > 0;
+}
 
 /* PSCW exposure (target side) */
 int ompi_osc_ucxx_epoch_post(ompi_osc_ucxx_module_t *module, int n);

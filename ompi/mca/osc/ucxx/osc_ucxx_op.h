@@ -21,7 +21,16 @@
 
 BEGIN_C_DECLS
 
-/* Step 3 (osc_ucxx_target.c): sets t->remote, t->lo, t->hi. */
+/* An operation naming MPI_PROC_NULL (Open MPI 4.1's bindings return before
+ * the component for most): nothing to do, in any access epoch. */
+static inline int ompi_osc_ucxx_proc_null(ompi_osc_ucxx_view_t *view)
+{
+    OSC_UCXX_NOT_IN_HANDLER();
+    return ompi_osc_ucxx_epoch_any(view->core) ? OMPI_SUCCESS : OMPI_ERR_RMA_SYNC;
+}
+
+/* Step 3 (osc_ucxx_target.c): sets t->remote, t->lo, t->hi.  An access of
+ * no bytes is in range wherever it points. */
 int ompi_osc_ucxx_target_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
                                struct ompi_datatype_t *dt);
 

@@ -165,10 +165,10 @@ static ompi_osc_ucxx_worker_t *flush_scope(ompi_osc_ucxx_view_t *view)
     return view->scope_thread ? ompi_osc_ucxx_worker_self() : NULL;
 }
 
-/* A flush is valid only inside a passive-target epoch on that target. */
-int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win)
+/* A flush is valid only inside a passive-target epoch on that target
+ * (target -1: every target). */
+static int flush_targets(ompi_osc_ucxx_view_t *view, int target)
 {
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
     OSC_UCXX_NOT_IN_HANDLER();
     if (!ompi_osc_ucxx_epoch_passive(view->core, target)) {
         return OMPI_ERR_RMA_SYNC;
@@ -178,9 +178,24 @@ int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win)
     return rc;
 }
 
+/* Open MPI 4.1's MPI_Win_flush(_local) passes any rank through unchecked:
+ * MPI_PROC_NULL is a no-op in a passive-target epoch, other ranks outside
+ * the group are MPI_ERR_RANK. */
+int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+
+    if (OPAL_UNLIKELY(target < 0 || target >= view->core->size)) {
+        if (MPI_PROC_NULL != target) return MPI_ERR_RANK;
+        OSC_UCXX_NOT_IN_HANDLER();
+        return ompi_osc_ucxx_epoch_passive(view->core, -1) ? OMPI_SUCCESS : OMPI_ERR_RMA_SYNC;
+    }
+    return flush_targets(view, target);
+}
+
 int ompi_osc_ucxx_flush_all(struct ompi_win_t *win)
 {
-    return ompi_osc_ucxx_flush(-1, win);
+    return flush_targets(OSC_UCXX_VIEW(win), -1);
 }
 
 /* UCX reports no local completion apart from remote completion for
@@ -192,7 +207,7 @@ int ompi_osc_ucxx_flush_local(int target, struct ompi_win_t *win)
 
 int ompi_osc_ucxx_flush_local_all(struct ompi_win_t *win)
 {
-    return ompi_osc_ucxx_flush(-1, win);
+    return flush_targets(OSC_UCXX_VIEW(win), -1);
 }
 
 /* Unified memory model: public and private copies are the same memory; a

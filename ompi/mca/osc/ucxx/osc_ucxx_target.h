@@ -98,6 +98,7 @@ struct ompi_osc_ucxx_dyncache_t {
     ucp_rkey_h hot_rkey;
     const volatile uint64_t *gen_word;
     int count, cap;
+    uint64_t max_len;        /* the longest entry (cache_covers starts from it) */
     struct ompi_osc_ucxx_dynentry_t {
         uint64_t base, len;
         ucp_rkey_h rkey;
@@ -114,6 +115,10 @@ typedef struct {
      * accumulates take them, so that every atomic on an element goes the
      * same way whatever range the operation covers. */
     bool partial;
+    /* Dynamic windows: the bytes span regions attached back to back, each
+     * registered on its own; put and get go region by region
+     * (ompi_osc_ucxx_dyn_piece), accumulates by message.  Never mapped. */
+    bool split;
     intptr_t delta;
     ompi_osc_ucxx_link_t *link;
     ucp_rkey_h rkey;
@@ -139,6 +144,11 @@ void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module);
 /* Dynamic windows: the path to [lo, hi) at the target (osc_ucxx_dynamic.c) */
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                               int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path);
+/* A split access (path->split): the path to the bytes at lo, and where the
+ * region holding them ends (*end, at most hi). */
+int ompi_osc_ucxx_dyn_piece(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                            int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path,
+                            uint64_t *end);
 
 /* The link for (worker, module, target); NULL if it cannot be made. */
 static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *module,
@@ -201,6 +211,7 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
                         *c->gen_word == c->gen)) {
             /* the region used last, still attached: as fast as allocated */
             path->mapped = true;
+            path->split = false;
             path->partial = c->hot_partial;
             path->delta = c->hot_delta;
             path->link = link;
@@ -211,6 +222,7 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
     }
     direct = ompi_osc_ucxx_direct(module, target);
     path->partial = false;
+    path->split = false;
     if (OPAL_LIKELY(NULL != direct && lo >= peer->direct_lo && hi <= peer->direct_hi)) {
         path->mapped = true;
         path->delta = (intptr_t) direct - (intptr_t) peer->base;

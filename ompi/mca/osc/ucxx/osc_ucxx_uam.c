@@ -976,10 +976,6 @@ static void out_done(ompi_osc_ucxx_module_t *module, const uam_out_t *o)
 /* MPIX_Am & co. */
 
 /* S8 for MPI_PROC_NULL: some access epoch must be open. */
-static bool in_some_epoch(ompi_osc_ucxx_module_t *module)
-{
-    return OSC_UCXX_EPOCH_NONE != ompi_osc_ucxx_epoch_kind(module) || module->nlocks > 0;
-}
 
 /* mpi_win_order=true: the AM must see this thread's earlier RMA to target. */
 static int order_after_rma(ompi_osc_ucxx_view_t *view, int target)
@@ -1106,7 +1102,7 @@ static int issue(ompi_osc_ucxx_view_t *view, const ompi_osc_ucxx_am_args_t *a, i
         return MPI_ERR_TYPE;   /* S25: counts must convert exactly */
     }
     if (MPI_PROC_NULL == a->target) {
-        return in_some_epoch(module) ? MPI_SUCCESS : OMPI_ERR_RMA_SYNC;
+        return ompi_osc_ucxx_epoch_any(module) ? MPI_SUCCESS : OMPI_ERR_RMA_SYNC;
     }
     rc = ompi_osc_ucxx_op_begin(view, a->target, a->pdisp, a->pcount, a->p_dt, &t);
     if (OMPI_SUCCESS != rc || 0 == a->num_segments) {
@@ -1993,7 +1989,7 @@ int ompi_osc_ucxx_uam_epoch_assert(struct ompi_win_t *win, int assert)
     if (in_handler) return MPI_ERR_OTHER;
     if (view->memhandle) return OMPI_ERR_WIN;
     if (0 != (assert & ~4096)) return MPI_ERR_ASSERT;   /* MPIX_MODE_CONCURRENT_AM only */
-    if (!in_some_epoch(module)) return OMPI_ERR_RMA_SYNC;
+    if (!ompi_osc_ucxx_epoch_any(module)) return OMPI_ERR_RMA_SYNC;
     if (0 == assert) return MPI_SUCCESS;
     if (NULL == (uam = uam_get(module))) return MPI_ERR_NO_MEM;
     uam->concurrent = 1;

@@ -715,25 +715,55 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win)
     return rc;
 }
 
-/* MPI_Win_shared_query: a rank's segment in our mapping of the group's
- * object; MPI_PROC_NULL names the first rank with a segment. */
+/* MPI_Win_shared_query (MPI 4.1: any flavor).  Answers with a pointer
+ * wherever this process can load and store all of the rank's window memory:
+ *   - MPI_Win_allocate_shared: the rank's segment in our mapping of the
+ *     group's object (size 0: NULL);
+ *   - MPI_Win_allocate and MPI_Win_create: our own memory; a peer's where
+ *     UCX maps it here (allocated windows on the node, ucp_rkey_ptr) or its
+ *     pages were all moved onto shared memory (osc_ucxx_share.c: a page-
+ *     aligned user buffer of whole pages);
+ * and with size 0 and NULL everywhere else (peers on other nodes, partly
+ * shared user memory, osc_ucxx_direct=0, every rank of a dynamic window,
+ * whose memory is attached later).  MPI_PROC_NULL names the lowest rank
+ * whose window is not empty. */
+static void *query_base(ompi_osc_ucxx_module_t *module, int rank)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[rank];
+    char *direct;
+
+    if (0 == peer->size || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        return NULL;
+    }
+    if (NULL != module->shseg) {
+        return module->shseg->map + module->shseg->offsets[rank];
+    }
+    if (rank == module->rank) {
+        return module->base;
+    }
+    direct = ompi_osc_ucxx_direct(module, rank);
+    if (NULL == direct || peer->direct_lo > peer->base ||
+        peer->direct_hi < peer->base + peer->size) {
+        return NULL;   /* not mapped, or only its inner pages are */
+    }
+    return direct;     /* (direct_data stands for the peer's base) */
+}
+
 int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
                                void *baseptr)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
-    ompi_osc_ucxx_shseg_t *seg = module->shseg;
+    void *base;
 
-    if (NULL == seg) {
-        return OMPI_ERR_RMA_FLAVOR;
-    }
     if (MPI_PROC_NULL == rank) {
-        for (rank = 0; rank < module->size - 1 && 0 == seg->sizes[rank]; ++rank) {
+        for (rank = 0; rank < module->size - 1 && 0 == module->peers[rank].size; ++rank) {
         }
     } else if (rank < 0 || rank >= module->size) {
         return MPI_ERR_RANK;
     }
-    *size = (size_t) seg->sizes[rank];
+    base = query_base(module, rank);
+    *size = NULL == base ? 0 : (size_t) module->peers[rank].size;
     *disp_unit = module->peers[rank].disp_unit;
-    *(void **) baseptr = seg->map + seg->offsets[rank];
+    *(void **) baseptr = base;
     return OMPI_SUCCESS;
 }
