@@ -42,6 +42,7 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .use_direct = true,
     .per_thread_workers = true,
     .post_poll_interval = 16,
+    .yield_after = 256,
     .progress_efd = -1,
     .progress_wake_fd = -1,
 };
@@ -91,6 +92,15 @@ static int component_register(void)
           "between calls to opal_progress (which serves the rest of the library)",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
           &OSC_UCXX.post_poll_interval);
+
+    OSC_UCXX.yield_after = 256;
+    param("yield_after",
+          "Wait loops that found nothing to progress this many times in a row call "
+          "sched_yield between polls, so that the thread that can end the wait (a peer "
+          "served on the same core, a thread holding a worker) gets the core; "
+          "0: never yield",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+          &OSC_UCXX.yield_after);
 
     OSC_UCXX.max_rails = 1;
     param("max_rails",

@@ -66,7 +66,7 @@ void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int6
 static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
 {
     if (module->serve && (module->serve_always || 0 != module->state->serve.value)) {
-        ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+        ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
         ompi_osc_ucxx_am_drain();
     }
 }

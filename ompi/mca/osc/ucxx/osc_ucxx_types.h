@@ -82,6 +82,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool use_direct;          /* load/store/CPU atomics through ucp_rkey_ptr */
     bool per_thread_workers;  /* one worker per thread under MPI_THREAD_MULTIPLE */
     int post_poll_interval;   /* wait loops: ucp progress calls per opal_progress */
+    int yield_after;          /* wait loops: empty polls before they start to yield */
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */

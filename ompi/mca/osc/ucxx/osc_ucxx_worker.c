@@ -11,6 +11,12 @@
  * opal_progress drives, so a target serves emulated operations and active
  * messages whenever it is anywhere in MPI.  Below MPI_THREAD_MULTIPLE there is
  * only the main worker.
+ *
+ * Many threads, few cores: a worker that several threads progress (the main
+ * worker, a worker with request-based operations in flight) is progressed by
+ * one of them at a time, the others skip it (UCX's worker spinlock otherwise
+ * burns whole time slices), and wait loops yield the core after
+ * osc_ucxx_yield_after empty polls (ompi_osc_ucxx_backoff in the header).
  */
 
 #include "ompi_config.h"
@@ -28,6 +34,9 @@
 #include "osc_ucxx_request.h"
 
 __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
+/* Polls in a row in which this thread's opal_progress found nothing of ours
+ * (ompi_osc_ucxx_backoff). */
+static __thread int tls_idle = 0;
 
 static ompi_osc_ucxx_worker_t *worker_create(void);
 
@@ -120,7 +129,7 @@ static void *progress_thread_main(void *arg)
         return NULL;
     }
     while (!OSC_UCXX.progress_stop) {
-        int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+        int n = ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
         n += ompi_osc_ucxx_am_drain();
         if (0 == n && OSC_UCXX.progress_interval_us > 0) {
             nanosleep(&pause, NULL);
@@ -316,6 +325,8 @@ static void worker_construct(ompi_osc_ucxx_worker_t *worker)
     worker->index = -1;
     worker->owned = false;
     worker->pending = 0;
+    worker->acc_fence = false;
+    worker->progressing = 0;   /* (OPAL objects are not zeroed: ASan fills them) */
     OBJ_CONSTRUCT(&worker->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&worker->eps, opal_hash_table_t);
     opal_hash_table_init(&worker->eps, 64);
@@ -532,7 +543,7 @@ int ompi_osc_ucxx_progress(void)
         return 0;
     }
     OSC_UCXX.app_polls++;   /* (racy on purpose: any change will do) */
-    count = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+    count = ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
     count += ompi_osc_ucxx_am_drain();
     if (NULL != self && self != OSC_UCXX.main_worker) {
         count += ucp_worker_progress(self->ucp);
@@ -543,8 +554,13 @@ int ompi_osc_ucxx_progress(void)
     for (int i = 1; i < n; ++i) {
         ompi_osc_ucxx_worker_t *w = workers[i];
         if (w->pending > 0 && w != self) {
-            count += ucp_worker_progress(w->ucp);
+            count += ompi_osc_ucxx_worker_progress_shared(w);
         }
+    }
+    if (UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode) {
+        /* threads may outnumber cores; processes are Open MPI's business
+         * (mpi_yield_when_idle) */
+        ompi_osc_ucxx_backoff(&tls_idle, count);
     }
     return count;
 }
@@ -554,17 +570,18 @@ int ompi_osc_ucxx_progress(void)
 int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req)
 {
     ucs_status_t status;
-    int spins = 0;
+    int spins = 0, idle = 0;
 
     if (!UCS_PTR_IS_PTR(req)) {
         return UCS_PTR_IS_ERR(req) ? OMPI_ERROR : OMPI_SUCCESS;
     }
     while (UCS_INPROGRESS == (status = ucp_request_check_status(req))) {
-        ucp_worker_progress(worker->ucp);
+        int n = ucp_worker_progress(worker->ucp);
         if (++spins == OSC_UCXX.post_poll_interval) {
             spins = 0;
             opal_progress();
         }
+        ompi_osc_ucxx_backoff(&idle, n);
     }
     ucp_request_free(req);
     if (UCS_OK != status) {

@@ -10,6 +10,8 @@
 #ifndef OMPI_OSC_UCXX_WORKER_H
 #define OMPI_OSC_UCXX_WORKER_H
 
+#include <sched.h>
+
 #include "osc_ucxx_types.h"
 
 BEGIN_C_DECLS
@@ -27,6 +29,8 @@ struct ompi_osc_ucxx_worker_t {
     volatile int32_t pending;  /* request-based operations not yet complete */
     bool acc_fence;            /* accumulates issued UCX atomics since the last
                                 * ucp_worker_fence (osc_ucxx_accumulate.c) */
+    volatile int32_t progressing;  /* a thread is inside ucp_worker_progress on it
+                                    * (ompi_osc_ucxx_worker_progress_shared) */
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_worker_t);
 
@@ -53,6 +57,45 @@ bool ompi_osc_ucxx_am_pending(void);
 /* Wait for a UCX request issued on `worker`, progressing it and the rest of
  * the library (a peer may need us before it can answer). */
 int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req);
+
+/* Progress a worker that other threads progress too (the main worker, a
+ * worker with request-based operations in flight): one thread at a time, and
+ * a thread that finds it taken skips it, since the holder is progressing it.
+ * Why: UCX guards a multi-threaded worker with a spinlock; with more threads
+ * than cores every opal_progress spun on it for whole time slices while the
+ * holder was descheduled (ext_order's sum case on two cores: 3 ms a round,
+ * 83 % of the time in pthread_spin_lock). */
+static inline int ompi_osc_ucxx_worker_progress_shared(ompi_osc_ucxx_worker_t *w)
+{
+    int32_t idle = 0;
+    int n;
+    if (UCS_THREAD_MODE_MULTI != OSC_UCXX.thread_mode) {
+        return ucp_worker_progress(w->ucp);
+    }
+    if (w->progressing || !opal_atomic_compare_exchange_strong_32(&w->progressing, &idle, 1)) {
+        return 0;
+    }
+    n = ucp_worker_progress(w->ucp);
+    opal_atomic_wmb();
+    w->progressing = 0;
+    return n;
+}
+
+/* Wait loops back off: after OSC_UCXX.yield_after polls in a row that found
+ * nothing, the thread yields between polls.  With more runnable threads than
+ * cores (threads of an MPI_THREAD_MULTIPLE job, oversubscribed nodes) a loop
+ * that only spins keeps the core for a whole time slice from the thread or
+ * peer that would end its wait; Open MPI's own mpi_yield_when_idle knows only
+ * about processes.  `idle` is the loop's (or the thread's) counter. */
+static inline void ompi_osc_ucxx_backoff(int *idle, int progressed)
+{
+    if (progressed) {
+        *idle = 0;
+    } else if (OSC_UCXX.yield_after > 0 && ++*idle >= OSC_UCXX.yield_after) {
+        *idle = OSC_UCXX.yield_after;
+        sched_yield();
+    }
+}
 
 /* The calling thread's worker (created or taken from the pool on first use). */
 static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_self(void)
