@@ -114,6 +114,7 @@ int main(int argc, char **argv)
         void *ubuf;
 
         if (TU_SHARED != f && !tu_flavor_enabled(f)) continue;
+        if (TU_SHARED == f && tu_multi_node()) continue;   /* (spans nodes) */
         if (TU_SHARED == f) {
             memset(&w, 0, sizeof(w));
             w.flavor = TU_CREATE;       /* tu_disp: plain displacements */

@@ -17,6 +17,12 @@
 #   TU_FLAVORS=create,allocate,dynamic,shared   window flavors the tests loop over
 #                       (shared: only tests that do MPI_Win_allocate_shared)
 #   TEST_TIMEOUT=180    seconds per mpirun
+#   HOSTS=N             run every job across the N simulated hosts of hosts.sh
+#                       (which must be up: `hosts.sh with N run-tests.sh` does
+#                       that), ranks placed round-robin (--map-by node), UCX's
+#                       default transports: shared memory inside a host, TCP
+#                       between hosts.  The transport set is then "hostsN";
+#                       scripts (*.sh) that run mpirun themselves are skipped.
 #   MPIRUN_ARGS=...     extra mpirun arguments
 # Prints one PASS/FAIL line per run and the closing line "N passed, N failed".
 set -u
@@ -32,6 +38,12 @@ fi
 OSC=${OSC:-ucxx}
 # Window flavors the tests loop over (see testutil.h)
 export TU_FLAVORS=${TU_FLAVORS:-create,allocate,dynamic,shared}
+HOSTS=${HOSTS:-0}
+mpirun_cmd=(mpirun)
+if [ "$HOSTS" -gt 1 ]; then
+    TRANSPORTS=hosts$HOSTS
+    mpirun_cmd=("$here/hosts.sh" mpirun --map-by node)
+fi
 TRANSPORTS=${TRANSPORTS:-"shm tcp"}
 TESTS=${TESTS:-.}
 TEST_TIMEOUT=${TEST_TIMEOUT:-180}
@@ -47,6 +59,7 @@ for transport in $TRANSPORTS; do
     case $transport in
         shm) tls_env=() ;;
         tcp) tls_env=(-x UCX_TLS=tcp,self) ;;
+        hosts[0-9]*) tls_env=(-x TU_HOSTS="$HOSTS") ;;   # (tests scale down as over tcp)
         *) echo "run-tests.sh: unknown transport set '$transport'" >&2; exit 2 ;;
     esac
     while read -r prog nps args; do
@@ -69,14 +82,17 @@ for transport in $TRANSPORTS; do
             t0=$(date +%s.%N)
             mpi_args=("${root_args[@]}" --oversubscribe --bind-to none --mca osc "$OSC"
                       "${tls_env[@]}" "${mca_args[@]}")
-            if [[ $prog == *.sh ]]; then
+            if [[ $prog == *.sh ]] && [ "$HOSTS" -gt 1 ]; then
+                echo "SKIP $name (a script that runs mpirun itself: single host only)"
+                continue
+            elif [[ $prog == *.sh ]]; then
                 # a script that runs mpirun itself: NP, then the mpirun arguments
                 # shellcheck disable=SC2086
                 TEST_BINDIR=$bindir timeout -k 10 "$TEST_TIMEOUT" "$here/$prog" "$np" \
                     "${mpi_args[@]}" ${MPIRUN_ARGS:-} "${prog_args[@]}" </dev/null >"$log" 2>&1
             else
                 # shellcheck disable=SC2086
-                timeout -k 10 "$TEST_TIMEOUT" mpirun "${mpi_args[@]}" -np "$np" ${MPIRUN_ARGS:-} \
+                timeout -k 10 "$TEST_TIMEOUT" "${mpirun_cmd[@]}" "${mpi_args[@]}" -np "$np" ${MPIRUN_ARGS:-} \
                     "$bindir/$prog" "${prog_args[@]}" </dev/null >"$log" 2>&1
             fi
             rc=$?

@@ -22,6 +22,7 @@
  *              (a dynamic window has no segment to name);
  *   shared:    every rank with memory answers "pointer", the own rank with
  *              the base MPI_Win_allocate_shared returned.
+ * A rank on another node (jobs across test/hosts.sh's hosts) answers "none".
  * MPI_PROC_NULL: the answer of the lowest rank with size > 0 (same size,
  * disp_unit and base); "none" when no rank has memory.
  * Values: inside a lock_all epoch every rank fills its own memory with a
@@ -41,6 +42,10 @@
 #include "testutil.h"
 #include <stdint.h>
 
+/* The ranks a window spans: all (comm = MPI_COMM_WORLD), but for shared
+ * windows only those of this node (comm = node) when the job spans nodes
+ * (test/hosts.sh).  me, nprocs: in comm. */
+static MPI_Comm comm, node;
 static int me, nprocs;
 
 /* L_PAGES (create windows only): rank r exposes r + 1 whole pages at a
@@ -72,9 +77,9 @@ static void pages_create(MPI_Aint size, tu_win_t *w)
     w->size = size;
     w->disp_unit = du_of(me);
     w->flavor = TU_CREATE;
-    TU_MPI(MPI_Win_create(buf, size, du_of(me), MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
+    TU_MPI(MPI_Win_create(buf, size, du_of(me), MPI_INFO_NULL, comm, &w->win));
     MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
 }
 static int64_t pat(int r, int i) { return 0x1000000LL * (r + 1) + 7 * i + 3; }
 static int64_t mark(int q, int r) { return -(100000LL * (q + 1) + r) - 1; }
@@ -91,6 +96,9 @@ static void one_window(int flavor, int layout, int noncontig)
 {
     char how[160];
     MPI_Info info = noncontig ? tu_info_new("alloc_shared_noncontig", "true", NULL) : MPI_INFO_NULL;
+    comm = TU_ALLOC_SHARED == flavor ? node : MPI_COMM_WORLD;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &nprocs);
     MPI_Aint mysize = size_of(me, layout);
     tu_win_t w;
     int64_t **ptr = calloc(nprocs, sizeof(*ptr));
@@ -100,7 +108,7 @@ static void one_window(int flavor, int layout, int noncontig)
     snprintf(how, sizeof(how), "%s%s, %s", tu_flavor_names[flavor],
              noncontig ? " (noncontig)" : "", layout_names[layout]);
     if (L_PAGES == layout) pages_create(mysize, &w);
-    else tu_win_create(flavor, mysize, du_of(me), info, MPI_COMM_WORLD, &w);
+    else tu_win_create(flavor, mysize, du_of(me), info, comm, &w);
     if (MPI_INFO_NULL != info) MPI_Info_free(&info);
     if (MPI_WIN_NULL == w.win) {
         if (0 == me) printf("shared_query: %s: n/a (no MPI_Win_allocate_shared)\n", how);
@@ -133,6 +141,9 @@ static void one_window(int flavor, int layout, int noncontig)
                      "%s: query of rank %d: size %ld disp_unit %d base %p; expected size 0 and NULL, "
                      "or size %ld disp_unit %d and a base", how, r, (long) sz, du, p, (long) want,
                      du_of(r));
+        } else if (!tu_on_my_node(comm, node, r)) {
+            TU_CHECK(none, "%s: query of rank %d (another node): size %ld base %p, expected 0 and NULL",
+                     how, r, (long) sz, p);
         } else if (TU_DYNAMIC == flavor) {
             TU_CHECK(none, "%s: query of rank %d: size %ld base %p, expected 0 and NULL", how, r,
                      (long) sz, p);
@@ -181,7 +192,7 @@ static void one_window(int flavor, int layout, int noncontig)
     TU_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win));
     for (int i = 0; i < n; i++) mine[i] = pat(me, i);
     TU_MPI(MPI_Win_sync(w.win));
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     TU_MPI(MPI_Win_sync(w.win));
     for (int r = 0; r < nprocs; r++) {
         if (NULL == ptr[r]) continue;
@@ -195,14 +206,14 @@ static void one_window(int flavor, int layout, int noncontig)
                  first >= 0 ? (long long) pat(r, first) : 0LL);
     }
     TU_MPI(MPI_Win_sync(w.win));
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     for (int r = 0; r < nprocs; r++) {
         if (had[r]) ptr[r][1 + me] = mark(me, r);
     }
     TU_MPI(MPI_Win_sync(w.win));
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     TU_MPI(MPI_Win_sync(w.win));
-    MPI_Allgather(had, nprocs, MPI_INT, all_had, nprocs, MPI_INT, MPI_COMM_WORLD);
+    MPI_Allgather(had, nprocs, MPI_INT, all_had, nprocs, MPI_INT, comm);
     {
         int bad = 0, first = -1;
         for (int i = 0; i < n; i++) {
@@ -216,7 +227,7 @@ static void one_window(int flavor, int layout, int noncontig)
     TU_MPI(MPI_Win_unlock_all(w.win));
 
     int counts[2] = { npointer, npeer }, total[2];
-    MPI_Reduce(counts, total, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(counts, total, 2, MPI_INT, MPI_SUM, 0, comm);
     if (0 == me)
         printf("shared_query: %s: %d of %d peer queries answered with a pointer\n", how, total[0],
                total[1]);
@@ -230,17 +241,20 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    share_expected = !tu_slow_transport() && !tu_opt_flag(argc, argv, "--no-share") &&
+    node = tu_node_comm(MPI_COMM_WORLD, NULL);
+    share_expected = !tu_tcp_only() && !tu_opt_flag(argc, argv, "--no-share") &&
                      !tu_opt_flag(argc, argv, "--no-direct");
     tu_watchdog("shared_query", 60);
     for (int flavor = 0; flavor < TU_NFLAVORS_ALL; flavor++) {
-        if (!tu_flavor_or_all(flavor)) continue;
+        /* (across nodes shared windows are made per node: always tested) */
+        if (!tu_flavor_or_all(flavor) && !(TU_ALLOC_SHARED == flavor && tu_multi_node())) continue;
         for (int layout = 0; layout < L_N; layout++) {
             if (L_PAGES == layout && TU_CREATE != flavor) continue;
             one_window(flavor, layout, 0);
             if (TU_ALLOC_SHARED == flavor) one_window(flavor, layout, 1);
         }
     }
+    MPI_Comm_free(&node);
     int rc = tu_finish("shared_query");
     MPI_Finalize();
     return rc;

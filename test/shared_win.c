@@ -19,6 +19,10 @@
  *      own base, size and disp_unit; every other rank either size 0 and NULL
  *      or its size and disp_unit and a base; MPI_PROC_NULL gives rank 0's
  *      answer (shared_query checks loads and stores through those pointers).
+ *   6. a job that spans nodes (test/hosts.sh): checks 1-4 run on each node's
+ *      ranks (MPI_COMM_TYPE_SHARED); MPI_Win_allocate_shared over all ranks
+ *      fails with MPI_ERR_RMA_SHARED on every rank, and the communicator stays
+ *      usable; in 5, ranks on other nodes answer size 0 and NULL.
  * Open MPI 4.1.4's osc/sm passes the contiguous half of 1-3; with
  * alloc_shared_noncontig it reports page-rounded sizes; in 4 it gives
  * ranks with 0 bytes a non-NULL base.
@@ -26,7 +30,9 @@
 #include "testutil.h"
 #include <stdint.h>
 
-static int me, nprocs;
+/* The ranks on this node (all of them on one node): checks 1-4 run there. */
+static MPI_Comm comm;
+static int me, nprocs, spans, wme, wprocs;
 
 static int64_t pat(int r, int i) { return 1000 * (r + 1) + i; }
 
@@ -41,7 +47,7 @@ static void one_window(int noncontig)
     int qdisp, next = (me + 1) % nprocs, prev = (me + nprocs - 1) % nprocs;
     MPI_Win win;
 
-    TU_MPI(MPI_Win_allocate_shared(n * 8, 8, info, MPI_COMM_WORLD, &mine, &win));
+    TU_MPI(MPI_Win_allocate_shared(n * 8, 8, info, comm, &mine, &win));
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     for (int r = 0; r < nprocs; r++) {
         TU_MPI(MPI_Win_shared_query(win, r, &qsize, &qdisp, &seg[r]));
@@ -62,7 +68,7 @@ static void one_window(int noncontig)
     TU_MPI(MPI_Win_lock_all(0, win));
     for (int i = 0; i < n; i++) mine[i] = pat(me, i);
     TU_MPI(MPI_Win_sync(win));
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     TU_MPI(MPI_Win_sync(win));
     for (int r = 0; r < nprocs; r++) {
         for (int i = 0; i < 3 * (r + 1) + 1; i++) {
@@ -70,11 +76,11 @@ static void one_window(int noncontig)
                      (long long) seg[r][i]);
         }
     }
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     if (0 == me) seg[0][1] = 0;  /* the counter */
     if (0 == me) seg[0][2] = 5;  /* the compare-and-swap word */
     TU_MPI(MPI_Win_sync(win));
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
 
     TU_MPI(MPI_Put(&mark, 1, MPI_INT64_T, next, 0, 1, MPI_INT64_T, win));
     TU_MPI(MPI_Accumulate(&one, 1, MPI_INT64_T, 0, 1, 1, MPI_INT64_T, MPI_SUM, win));
@@ -89,7 +95,7 @@ static void one_window(int noncontig)
              (long long) got);
     TU_CHECK(old >= 0 && old < 2 * nprocs, "%s: fetch_and_op returned %lld", how,
              (long long) old);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     TU_MPI(MPI_Win_sync(win));
     TU_CHECK(mine[0] == prev + 7, "%s: put from %d: %lld", how, prev, (long long) mine[0]);
     if (0 == me) {
@@ -101,7 +107,7 @@ static void one_window(int noncontig)
     {
         /* exactly one compare_and_swap saw 5 */
         int64_t won = (cas_old == 5), total = 0;
-        MPI_Allreduce(&won, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(&won, &total, 1, MPI_INT64_T, MPI_SUM, comm);
         TU_CHECK(total == 1, "%s: %lld compare_and_swaps won", how, (long long) total);
     }
     TU_MPI(MPI_Win_unlock_all(win));
@@ -123,7 +129,7 @@ static void empty_ranks(int every_odd, int noncontig)
     snprintf(how, sizeof(how), "%s, %s", every_odd ? "odd ranks 0 bytes" : "rank 1 0 bytes",
              noncontig ? "noncontig" : "contiguous");
     int empty = every_odd ? (me % 2) : (1 == me);
-    TU_MPI(MPI_Win_allocate_shared(empty ? 0 : 16, 8, info, MPI_COMM_WORLD, &mine, &win));
+    TU_MPI(MPI_Win_allocate_shared(empty ? 0 : 16, 8, info, comm, &mine, &win));
     for (int r = 0; r < nprocs; r++) {
         int r_empty = every_odd ? (r % 2) : (1 == r);
         p = (int64_t *) 1;
@@ -154,32 +160,34 @@ static const char *cls_name(int rc)
 static void other_flavor(int allocate)
 {
     const char *how = allocate ? "MPI_Win_allocate window" : "MPI_Win_create window";
-    MPI_Aint mysize = 64 + 8 * me, qsize, s0 = -1;
+    MPI_Aint mysize = 64 + 8 * wme, qsize, s0 = -1;
     int qdisp, d0 = -1, rc;
     void *base, *p, *p0 = NULL, *mem = NULL;
     MPI_Win win;
 
     if (allocate) {
-        TU_MPI(MPI_Win_allocate(mysize, 1 + me % 2, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+        TU_MPI(MPI_Win_allocate(mysize, 1 + wme % 2, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
     } else {
         base = mem = malloc(mysize);
-        TU_MPI(MPI_Win_create(base, mysize, 1 + me % 2, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        TU_MPI(MPI_Win_create(base, mysize, 1 + wme % 2, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     }
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
-    for (int r = 0; r < nprocs; r++) {
+    for (int r = 0; r < wprocs; r++) {
         qsize = -1; qdisp = -1; p = (void *) 1;
         rc = MPI_Win_shared_query(win, r, &qsize, &qdisp, &p);
         TU_CHECK(MPI_SUCCESS == rc, "MPI_Win_shared_query(rank %d) on an %s returned %s", r, how,
                  cls_name(rc));
         if (MPI_SUCCESS != rc) continue;
-        if (r == me) {
-            TU_CHECK(p == base && qsize == mysize && qdisp == 1 + me % 2,
+        if (r == wme) {
+            TU_CHECK(p == base && qsize == mysize && qdisp == 1 + wme % 2,
                      "%s: query of my rank: %ld bytes, disp_unit %d, at %p; expected %ld, %d, %p", how,
-                     (long) qsize, qdisp, p, (long) mysize, 1 + me % 2, base);
+                     (long) qsize, qdisp, p, (long) mysize, 1 + wme % 2, base);
         } else {
             TU_CHECK((0 == qsize && NULL == p) ||
                      (64 + 8 * r == qsize && 1 + r % 2 == qdisp && NULL != p),
                      "%s: query of rank %d: %ld bytes, disp_unit %d, at %p", how, r, (long) qsize, qdisp, p);
+            TU_CHECK(NULL == p || tu_on_my_node(MPI_COMM_WORLD, comm, r),
+                     "%s: rank %d is on another node, but its query gave a pointer", how, r);
         }
         if (0 == r) { p0 = p; s0 = qsize; d0 = qdisp; }
     }
@@ -195,14 +203,40 @@ static void other_flavor(int allocate)
     free(mem);
 }
 
+/* Check 6: no shared window over ranks of several nodes; the error comes
+ * back on every rank (no rank may wait for the others), and the
+ * communicator still works. */
+static void spanning_refused(void)
+{
+    void *base = (void *) 1;
+    MPI_Win win = MPI_WIN_NULL;
+    int rc, ok, all = 0;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Win_allocate_shared(64, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    TU_CHECK(MPI_ERR_RMA_SHARED == tu_err_class(rc),
+             "MPI_Win_allocate_shared over 2+ nodes returned %s, expected MPI_ERR_RMA_SHARED",
+             cls_name(rc));
+    if (MPI_SUCCESS == rc) MPI_Win_free(&win);
+    else TU_CHECK(MPI_WIN_NULL == win, "a failed MPI_Win_allocate_shared left a window");
+    ok = MPI_SUCCESS != rc;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    TU_CHECK(all == wprocs, "MPI_Win_allocate_shared over 2+ nodes failed on %d of %d ranks", all,
+             wprocs);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
 
     tu_parse_args(argc, argv);   /* (MCA settings: before MPI_Init) */
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    MPI_Comm_rank(MPI_COMM_WORLD, &wme);
+    MPI_Comm_size(MPI_COMM_WORLD, &wprocs);
+    comm = tu_node_comm(MPI_COMM_WORLD, &spans);
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &nprocs);
+    if (spans) spanning_refused();
     one_window(0);
     one_window(1);
     if (nprocs > 1) {
@@ -214,6 +248,7 @@ int main(int argc, char **argv)
     other_flavor(1);
     other_flavor(0);
 
+    MPI_Comm_free(&comm);
     rc = tu_finish("shared_win");
     MPI_Finalize();
     return rc;

@@ -89,9 +89,19 @@ static inline int tu_in_list(const char *list, const char *name)
     return 0;
 }
 
+/* Does the job span the simulated hosts of test/hosts.sh (run-tests.sh sets
+ * TU_HOSTS)?  Shared windows over MPI_COMM_WORLD are then impossible: the
+ * shared flavor is left out (shared_win and shared_query test it per node). */
+static inline int tu_multi_node(void)
+{
+    const char *hosts = getenv("TU_HOSTS");
+    return hosts && atoi(hosts) > 1;
+}
+
 static inline int tu_flavor_enabled(int flavor)
 {
     const char *env = getenv("TU_FLAVORS");
+    if (TU_ALLOC_SHARED == flavor && tu_multi_node()) return 0;
     if (TU_ALLOC_SHARED == flavor) return NULL == env || strstr(env, "shared") || strstr(env, "allocate");
     if (NULL == env) return flavor != TU_DYNAMIC;
     return NULL != strstr(env, tu_flavor_names[flavor]);
@@ -152,6 +162,35 @@ static inline void tu_win_create(int flavor, MPI_Aint size, int disp_unit, MPI_I
     MPI_Barrier(comm);
 }
 
+/* ---- Nodes ------------------------------------------------------------------
+ * Jobs may span nodes (test/hosts.sh simulates them).  tu_node_comm: the
+ * ranks of `comm` that share memory with this one (MPI_COMM_TYPE_SHARED);
+ * *spans (if given): does `comm` span more than one node (on every rank)?
+ * tu_on_my_node: is rank r of `comm` on this node? */
+static inline MPI_Comm tu_node_comm(MPI_Comm comm, int *spans)
+{
+    MPI_Comm node;
+    int n, nn, all = 0;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_size(node, &nn);
+    MPI_Allreduce(&nn, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (spans) *spans = all < n;
+    return node;
+}
+
+static inline int tu_on_my_node(MPI_Comm comm, MPI_Comm node, int r)
+{
+    MPI_Group g, gn;
+    int tr = MPI_UNDEFINED;
+    MPI_Comm_group(comm, &g);
+    MPI_Comm_group(node, &gn);
+    MPI_Group_translate_ranks(g, 1, &r, gn, &tr);
+    MPI_Group_free(&g);
+    MPI_Group_free(&gn);
+    return MPI_UNDEFINED != tr;
+}
+
 /* Target displacement for element `disp` (in disp units) at `rank`. */
 static inline MPI_Aint tu_disp(const tu_win_t *w, int rank, MPI_Aint disp)
 {
@@ -195,12 +234,19 @@ static inline int tu_opt_flag(int argc, char **argv, const char *flag)
     return 0;
 }
 
-/* True when UCX is restricted to TCP (UCX_TLS names tcp but no shared-memory
- * transport): every RMA operation is emulated there, so tests scale down. */
-static inline int tu_slow_transport(void)
+/* True when peers are reached over TCP: UCX restricted to TCP (UCX_TLS names
+ * tcp but no shared-memory transport), or a job across the simulated hosts of
+ * hosts.sh (run-tests.sh sets TU_HOSTS).  Every RMA operation is emulated
+ * there, so tests scale down. */
+static inline int tu_tcp_only(void)   /* UCX has no shared memory even on a node */
 {
     const char *tls = getenv("UCX_TLS");
     return tls && strstr(tls, "tcp") && !strstr(tls, "sm") && !strstr(tls, "all");
+}
+
+static inline int tu_slow_transport(void)
+{
+    return tu_tcp_only() || tu_multi_node();
 }
 
 /* Error class of a return code (MPI_SUCCESS stays MPI_SUCCESS). */

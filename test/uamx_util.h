@@ -22,6 +22,7 @@ static inline int ux_flavor_enabled(int f)
 {
     if (UX_SHARED == f) {
         const char *env = getenv("TU_FLAVORS");
+        if (tu_multi_node()) return 0;   /* (no shared window across nodes) */
         return NULL == env || NULL != strstr(env, "shared") || NULL != strstr(env, "allocate");
     }
     return tu_flavor_enabled(f);
