@@ -316,11 +316,7 @@ static void one_layout(int nreg, int reverse, int coll)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    next = (me + 1) % nprocs;
-    prev = (me + nprocs - 1) % nprocs;
+    tu_init_ring(&argc, &argv, &me, &nprocs, &next, &prev);
     tu_watchdog("dyn_adjacent", 100);
     for (int coll = 0; coll < 2; coll++)
         for (int nreg = 2; nreg <= 3; nreg++)

@@ -162,6 +162,16 @@ static inline void tu_win_create(int flavor, MPI_Aint size, int disp_unit, MPI_I
     MPI_Barrier(comm);
 }
 
+/* MPI_Init, then this rank, the rank count and the ring neighbours. */
+static inline void tu_init_ring(int *argc, char ***argv, int *me, int *nprocs, int *next, int *prev)
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, me);
+    MPI_Comm_size(MPI_COMM_WORLD, nprocs);
+    *next = (*me + 1) % *nprocs;
+    *prev = (*me + *nprocs - 1) % *nprocs;
+}
+
 /* ---- Nodes ------------------------------------------------------------------
  * Jobs may span nodes (test/hosts.sh simulates them).  tu_node_comm: the
  * ranks of `comm` that share memory with this one (MPI_COMM_TYPE_SHARED);

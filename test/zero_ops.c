@@ -377,11 +377,7 @@ static void proc_null_bindings(tu_win_t *w)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    next = (me + 1) % nprocs;
-    prev = (me + nprocs - 1) % nprocs;
+    tu_init_ring(&argc, &argv, &me, &nprocs, &next, &prev);
     flush_null = !tu_opt_flag(argc, argv, "--no-flush-null");
     tu_watchdog("zero_ops", 100);
     make_types();
