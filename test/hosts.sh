@@ -50,8 +50,9 @@ can_create() {
         echo "hosts.sh: 'ip netns add' fails here (no CAP_SYS_ADMIN, or namespaces disabled)"; return 77
     fi
     ip netns del ucxx-probe$$
-    if ! unshare --uts true 2>/dev/null; then
-        echo "hosts.sh: 'unshare --uts' fails here"; ip netns del ucxx-probe$$ 2>/dev/null; return 77
+    # the namespaces on_host creates, and the tmpfs it mounts
+    if ! unshare --uts --ipc --mount -- mount -t tmpfs probe /dev/shm 2>/dev/null; then
+        echo "hosts.sh: 'unshare --uts --ipc --mount' with a tmpfs /dev/shm fails here"; return 77
     fi
     return 0
 }
