@@ -4,7 +4,8 @@
 # $COPYRIGHT$
 #
 # In-tree build: copy this directory to ompi/mca/osc/ucxx of an Open MPI 4.1
-# source tree, run ./autogen.pl there, and configure as usual.  The component
+# or 5.0 source tree, run ./autogen.pl there, and configure as usual
+# (osc_ucxx_compat.h covers what differs between the two).  The component
 # needs UCX with ucp_put_nbx (>= 1.10); it is skipped when UCX is absent.
 
 # MCA_ompi_osc_ucxx_CONFIG([action-if-can-compile], [action-if-cant-compile])

@@ -112,6 +112,9 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
 /* Complete the UCX operations on one link (not the active messages). */
 int ompi_osc_ucxx_flush_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                              ompi_osc_ucxx_link_t *link);
+/* Later operations on WORKER to LINK's target land after earlier ones. */
+int ompi_osc_ucxx_fence_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                             ompi_osc_ucxx_link_t *link);
 
 /* MPI_Win_shared_query (osc_ucxx_window.c) */
 int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,

@@ -146,6 +146,7 @@ static int ucx_atomic(ompi_osc_ucxx_acc_t *a, ucp_atomic_op_t uop, const void *o
     sp = ucp_atomic_op_nbx(t->path.link->ep, uop, operand, 1, remote, t->path.rkey, &param);
     ompi_osc_ucxx_link_dirty(t->module, t->path.link, t->rank);  /* counted once posted */
     t->worker->acc_fence = true;
+    t->path.link->acc_fence = true;
     if (wait) {
         return ompi_osc_ucxx_wait_request(t->worker, sp);
     }
@@ -294,7 +295,14 @@ static int order_before(ompi_osc_ucxx_acc_t *a, bool by_message)
          * it are completed first (nothing to do when none is outstanding) */
         return ompi_osc_ucxx_flush_link(t->module, t->worker, t->path.link);
     }
-    while (OPAL_UNLIKELY(t->module->am_outstanding > 0)) opal_progress();
+    ompi_osc_ucxx_wait_messages(t->module);
+    if (OPAL_UNLIKELY(OSC_UCXX.order_by_flush)) {
+        /* UCX atomics issued to this target (on its link, if it has one) */
+        ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_link_made(t->module, t->worker, t->rank);
+        if (NULL == link || !link->acc_fence) return OMPI_SUCCESS;
+        link->acc_fence = false;
+        return ompi_osc_ucxx_fence_link(t->module, t->worker, link);
+    }
     if (OPAL_UNLIKELY(t->worker->acc_fence)) {
         t->worker->acc_fence = false;
         ucp_worker_fence(t->worker->ucp);

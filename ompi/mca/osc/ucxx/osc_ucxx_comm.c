@@ -274,6 +274,13 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
+    if (OPAL_UNLIKELY(view->ordered)) {
+        /* mpi_win_order: after the messages sent before it are applied.  A
+         * fence does not give that: the target applies a message when its
+         * handler runs, and UCX (1.18: rendezvous for large messages, RMA on
+         * other lanes) may deliver a later put first. */
+        ompi_osc_ucxx_wait_messages(view->core);
+    }
     if (OPAL_LIKELY(ompi_datatype_is_contiguous_memory_layout(origin_dt, origin_count) &&
                     ompi_datatype_is_contiguous_memory_layout(target_dt, target_count))) {
         rc = xfer(&t, is_put, (char *) origin_addr + origin_dt->super.true_lb,
@@ -290,9 +297,9 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
         rc = xfer_pieces(&t, is_put, origin_addr, origin_count, origin_dt, target_count,
                          target_dt, req);
     }
-    if (OPAL_UNLIKELY(view->ordered) && !t.path.mapped) {
+    if (OPAL_UNLIKELY(view->ordered) && !t.path.mapped && OMPI_SUCCESS == rc) {
         /* mpi_win_order: later operations land after this one */
-        ucp_worker_fence(t.worker->ucp);
+        rc = ompi_osc_ucxx_fence_link(t.module, t.worker, t.path.link);
     }
     return rc;
 }

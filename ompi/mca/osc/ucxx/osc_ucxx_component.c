@@ -43,6 +43,7 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .per_thread_workers = true,
     .post_poll_interval = 16,
     .yield_after = 256,
+    .fence_by_flush = -1,
     .progress_efd = -1,
     .progress_wake_fd = -1,
 };
@@ -101,6 +102,16 @@ static int component_register(void)
           "0: never yield",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
           &OSC_UCXX.yield_after);
+
+    OSC_UCXX.fence_by_flush = -1;
+    param("fence_by_flush",
+          "How mpi_win_order and accumulate ordering keep operations to a target in "
+          "order over UCX: 1: flush that target's endpoint (a round trip); 0: "
+          "ucp_worker_fence; -1: a flush where UCX's fence is strong (UCX_FENCE_MODE, "
+          "UCX_PROTO_ENABLE: it flushes the whole worker inside UCX's lock), the "
+          "fence where it is weak (UCX 1.13)",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+          &OSC_UCXX.fence_by_flush);
 
     OSC_UCXX.max_rails = 1;
     param("max_rails",
@@ -279,6 +290,10 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
     if (MPI_WIN_FLAVOR_CREATE != flavor && MPI_WIN_FLAVOR_ALLOCATE != flavor &&
         MPI_WIN_FLAVOR_DYNAMIC != flavor && MPI_WIN_FLAVOR_SHARED != flavor) {
         OSC_UCXX_VERBOSE(10, "declining window flavor %d", flavor);
+        return -1;
+    }
+    if (!ompi_osc_ucxx_comm_cid_is_global(comm)) {
+        OSC_UCXX_VERBOSE(10, "declining a window over a communicator without a global id");
         return -1;
     }
     return OSC_UCXX.priority;

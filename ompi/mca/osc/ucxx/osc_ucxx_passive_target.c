@@ -129,9 +129,7 @@ int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
     }
     if (set.items != set.stack) free(set.items);
     /* Accumulates carried by active messages are complete when acknowledged. */
-    while (module->am_outstanding > 0) {
-        opal_progress();
-    }
+    ompi_osc_ucxx_wait_messages(module);
     /* ... and report what a target refused (once). */
     if (OMPI_SUCCESS == set.rc && OMPI_SUCCESS != module->am_error) {
         set.rc = opal_atomic_swap_32(&module->am_error, OMPI_SUCCESS);
@@ -156,6 +154,26 @@ int ompi_osc_ucxx_flush_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worke
         link_covered(link, upto);
     }
     return rc;
+}
+
+/* Operations issued on WORKER to LINK's target after this call land after
+ * those issued before it (mpi_win_order, accumulate_ordering).  Where UCX's
+ * fence is weak (UCX 1.13) ucp_worker_fence orders them at no cost.  Where
+ * it is strong (UCX 1.18: always, with its new protocols) ucp_worker_fence
+ * flushes every endpoint of the worker and progresses it inside UCX's
+ * worker lock until done, so threads that progress that worker spin on the
+ * lock for the round trip, and two processes fencing at once over TCP were
+ * seen to wait on each other for good (ext_order: 2-16 ms a round, then a
+ * hang); flushing the one endpoint through our wait loop costs the same
+ * round trip and lets the others run.  (No link: the worker fence.) */
+int ompi_osc_ucxx_fence_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                             ompi_osc_ucxx_link_t *link)
+{
+    if (!OSC_UCXX.order_by_flush || NULL == link) {
+        ucp_worker_fence(worker->ucp);
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_ucxx_flush_link(module, worker, link);
 }
 
 /* The workers a flush through this view covers: all that touched the window

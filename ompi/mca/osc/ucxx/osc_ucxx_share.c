@@ -39,8 +39,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "opal/mca/pmix/pmix.h"
-
 #include "osc_ucxx_share.h"
 
 #define SHM_PREFIX "/dev/shm"
@@ -187,8 +185,8 @@ static bool move_pages(uint64_t lo, uint64_t hi, const char *name)
 }
 
 /* Our directory of objects, handed to the PMIx server to remove when we end.
- * That registration is a message nobody answers (opal_pmix.register_cleanup
- * sends it and returns; opal_pmix.job_control, which could wait for the
+ * That registration is a message nobody answers (PMIx's register_cleanup
+ * sends it and returns; job control, which could wait for the
  * answer, aborts in some Open MPI 4.1 builds), so we make the directory as
  * early as we can: when a window that may share user memory is created. */
 static bool own_dir_ready(void)
@@ -206,9 +204,7 @@ static bool own_dir_ready(void)
         own_dir[0] = '\0';
         return false;
     }
-    if (NULL != opal_pmix.register_cleanup) {
-        (void) opal_pmix.register_cleanup(path, true, false, false);
-    }
+    ompi_osc_ucxx_register_cleanup(path);
     return true;
 }
 

@@ -64,6 +64,8 @@ struct ompi_osc_ucxx_link_t {
     ompi_osc_ucxx_worker_t *worker;   /* set in a row's summary entry */
     ompi_osc_ucxx_dyncache_t *dyn;    /* dynamic windows: the target's regions */
     bool asked_service;     /* we counted ourselves in the target's serve word */
+    bool acc_fence;         /* UCX atomics issued since the last ordering flush
+                             * (osc_ucxx_fence_by_flush; osc_ucxx_accumulate.c) */
 };
 
 /* One worker's links to every peer of a window, an OPAL object whose
@@ -150,10 +152,10 @@ int ompi_osc_ucxx_dyn_piece(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker
                             int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path,
                             uint64_t *end);
 
-/* The link for (worker, module, target); NULL if it cannot be made. */
-static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *module,
-                                                       ompi_osc_ucxx_worker_t *worker,
-                                                       int target)
+/* The link for (worker, module, target) if one was made, else NULL. */
+static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_made(ompi_osc_ucxx_module_t *module,
+                                                            ompi_osc_ucxx_worker_t *worker,
+                                                            int target)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     if (OPAL_LIKELY(worker->index < tab->cap && NULL != tab->rows[worker->index])) {
@@ -161,6 +163,18 @@ static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *m
         if (OPAL_LIKELY(NULL != link->ep)) {
             return link;
         }
+    }
+    return NULL;
+}
+
+/* The link for (worker, module, target); NULL if it cannot be made. */
+static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *module,
+                                                       ompi_osc_ucxx_worker_t *worker,
+                                                       int target)
+{
+    ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_link_made(module, worker, target);
+    if (OPAL_LIKELY(NULL != link)) {
+        return link;
     }
     return ompi_osc_ucxx_link_resolve(module, worker, target);
 }

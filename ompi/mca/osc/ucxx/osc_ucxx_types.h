@@ -7,6 +7,7 @@
  *
  * Headers build on each other in this order, and no header includes one
  * above it:
+ *   osc_ucxx_compat.h   the Open MPI 4.1 / 5.0 differences
  *   osc_ucxx_types.h    this file
  *   osc_ucxx_worker.h   UCP context, per-thread workers, endpoints, progress
  *   osc_ucxx_window.h   the window core (memory, peers, epochs) and its views
@@ -38,6 +39,7 @@
 #define OMPI_OSC_UCXX_TYPES_H
 
 #include "ompi_config.h"
+#include "osc_ucxx_compat.h" /* the 4.1 / 5.0 differences */
 
 #include <pthread.h>
 #include <stddef.h>
@@ -46,7 +48,6 @@
 #include "opal/class/opal_free_list.h"
 #include "opal/class/opal_hash_table.h"
 #include "opal/class/opal_object.h"
-#include "opal/threads/mutex.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -83,6 +84,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool per_thread_workers;  /* one worker per thread under MPI_THREAD_MULTIPLE */
     int post_poll_interval;   /* wait loops: ucp progress calls per opal_progress */
     int yield_after;          /* wait loops: empty polls before they start to yield */
+    int fence_by_flush;       /* ordering by endpoint flush: 1, 0, -1 auto (fence_link) */
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
@@ -114,6 +116,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool enable_mpi_threads;
     bool mt;                  /* several threads may be inside the component */
     ucs_thread_mode_t thread_mode;
+    bool order_by_flush;      /* order by endpoint flush, not ucp_worker_fence (fence_link) */
 
     /* Created on the first window, destroyed at finalize */
     ucp_context_h context;

@@ -74,7 +74,7 @@ typedef struct {
 /* ------------------------------------------------------------------------- */
 /* Info keys */
 
-static char *info_no_locks(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_no_locks)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE((struct ompi_win_t *) obj);
     /* Only a promise from the application: locks still work if it breaks it. */
@@ -83,12 +83,12 @@ static char *info_no_locks(opal_infosubscriber_t *obj, char *key, char *value)
 }
 
 /* Keys fixed at creation: report the value the window was built with. */
-static char *info_same_size(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_same_size)
 {
     return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->same_size ? "true" : "false";
 }
 
-static char *info_same_disp_unit(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_same_disp_unit)
 {
     return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->same_disp_unit ? "true" : "false";
 }
@@ -97,38 +97,70 @@ static char *info_same_disp_unit(opal_infosubscriber_t *obj, char *key, char *va
  * lock covers, the same on every process; 0 or absent leaves it to us (the
  * osc_ucxx_acc_granularity parameter).  Rounded up to a power of two from 8
  * bytes to 1 GiB.  Fixed at creation. */
+static uint32_t shift_for(unsigned long bytes)
+{
+    uint32_t shift = 3;
+
+    while (shift < 30 && (1ul << shift) < bytes) shift++;
+    return shift;
+}
+
 static uint32_t granularity_shift(struct opal_info_t *info)
 {
     unsigned long bytes = OSC_UCXX.acc_granularity;
     char buf[32];
     int flag = 0;
-    uint32_t shift = 3;
 
-    if (NULL != info && OPAL_SUCCESS == opal_info_get(info, "mpi_accumulate_granularity",
-                                                      sizeof(buf) - 1, buf, &flag) &&
+    if (NULL != info &&
+        OPAL_SUCCESS == ompi_osc_ucxx_info_get(info, "mpi_accumulate_granularity", buf,
+                                               sizeof(buf), &flag) &&
         flag && strtol(buf, NULL, 10) > 0) {
         bytes = (unsigned long) strtol(buf, NULL, 10);
     }
-    while (shift < 30 && (1ul << shift) < bytes) shift++;
-    return shift;
+    return shift_for(bytes);
 }
 
-static char *info_granularity(opal_infosubscriber_t *obj, char *key, char *value)
+/* Hints a user sets are reported as given when they are what the window
+ * does, on both series (Open MPI 4.1 keeps the creation-time value itself;
+ * 5.0 reports what these callbacks return): a granularity that rounds to
+ * the block in use, an ordering the window keeps (it keeps all four). */
+static OMPI_OSC_UCXX_INFO_CB(info_granularity)
 {
     static __thread char buf[24];
-    snprintf(buf, sizeof(buf), "%lu", 1ul << OSC_UCXX_MODULE((struct ompi_win_t *) obj)->acc_shift);
+    uint32_t shift = OSC_UCXX_MODULE((struct ompi_win_t *) obj)->acc_shift;
+
+    if (NULL != value && strtol(value, NULL, 10) > 0 &&
+        shift_for((unsigned long) strtol(value, NULL, 10)) == shift) {
+        return value;
+    }
+    snprintf(buf, sizeof(buf), "%lu", 1ul << shift);
     return buf;
 }
 
-static char *info_acc_ordering(opal_infosubscriber_t *obj, char *key, char *value)
+/* A comma-separated list of rar, raw, war and waw. */
+static bool ordering_list(const char *v)
+{
+    for (;;) {
+        if (0 != strncmp(v, "rar", 3) && 0 != strncmp(v, "raw", 3) &&
+            0 != strncmp(v, "war", 3) && 0 != strncmp(v, "waw", 3)) {
+            return false;
+        }
+        if ('\0' == v[3]) return true;
+        if (',' != v[3]) return false;
+        v += 4;
+    }
+}
+
+static OMPI_OSC_UCXX_INFO_CB(info_acc_ordering)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
     view->acc_ordered = (NULL == value || 0 != strcmp(value, "none"));
-    return view->acc_ordered ? "rar,raw,war,waw" : "none";
+    if (!view->acc_ordered) return "none";
+    return (NULL != value && ordering_list(value)) ? value : "rar,raw,war,waw";
 }
 
 /* Accepted and reported; every op is correct whatever is promised. */
-static char *info_acc_ops(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_acc_ops)
 {
     if (NULL != value && (0 == strcmp(value, "same_op") || 0 == strcmp(value, "same_op_no_op"))) {
         return value;
@@ -137,21 +169,21 @@ static char *info_acc_ops(opal_infosubscriber_t *obj, char *key, char *value)
 }
 
 /* The extension keys (mpix_ucxx.h), per handle. */
-static char *info_scope(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_scope)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
     view->scope_thread = (NULL != value && 0 == strcmp(value, "thread"));
     return view->scope_thread ? "thread" : "process";
 }
 
-static char *info_order(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_order)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
     view->ordered = (NULL != value && opal_str_to_bool(value));
     return view->ordered ? "true" : "false";
 }
 
-static char *info_single_intrinsic(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_single_intrinsic)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
     view->acc_single_intrinsic = (NULL != value && opal_str_to_bool(value));
@@ -160,7 +192,7 @@ static char *info_single_intrinsic(opal_infosubscriber_t *obj, char *key, char *
 
 /* Active-message keys (osc_ucxx_uam.c): ordering and pipeline unit per
  * handle; the interleave promise is the core's, fixed at creation. */
-static char *info_am_ordering(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_am_ordering)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
     static const struct { const char *name; uint8_t bit; } kinds[] = {
@@ -188,7 +220,7 @@ static char *info_am_ordering(opal_infosubscriber_t *obj, char *key, char *value
     return shown[0] ? shown : "none";
 }
 
-static char *info_am_unit(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_am_unit)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
     static __thread char shown[24];
@@ -200,7 +232,7 @@ static char *info_am_unit(opal_infosubscriber_t *obj, char *key, char *value)
     return shown;
 }
 
-static char *info_am_interleave(opal_infosubscriber_t *obj, char *key, char *value)
+static OMPI_OSC_UCXX_INFO_CB(info_am_interleave)
 {
     return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->am_interleave ? "true" : "false";
 }
@@ -505,12 +537,12 @@ static void read_am_keys(ompi_osc_ucxx_module_t *module, struct opal_info_t *inf
     }
     (void) opal_info_get_nkeys(info, &nkeys);
     for (int i = 0; i < nkeys; ++i) {
-        if (OPAL_SUCCESS != opal_info_get_nthkey(info, i, key) ||
+        if (OPAL_SUCCESS != ompi_osc_ucxx_info_nthkey(info, i, key, sizeof(key)) ||
             0 != strncmp(key, "am_user_buf_", 12)) {
             continue;
         }
         char buf[64];
-        if (OPAL_SUCCESS != opal_info_get(info, key, sizeof(buf) - 1, buf, &flag) || !flag) {
+        if (OPAL_SUCCESS != ompi_osc_ucxx_info_get(info, key, buf, sizeof(buf), &flag) || !flag) {
             continue;
         }
         void *grown = realloc(module->am_hints, (module->am_nhints + 1) *
@@ -554,7 +586,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     if (OMPI_SUCCESS != rc) {
         goto fail;
     }
-    module->cid = ompi_comm_get_cid(module->comm);
+    module->cid = ompi_osc_ucxx_comm_cid(module->comm);
     module->rank = ompi_comm_rank(module->comm);
     module->size = ompi_comm_size(module->comm);
 

@@ -14,6 +14,7 @@
 #define OMPI_OSC_UCXX_WINDOW_H
 
 #include "osc_ucxx_worker.h"
+#include "opal/runtime/opal_progress.h"
 #include "osc_ucxx_ext.h"
 
 BEGIN_C_DECLS
@@ -139,6 +140,15 @@ static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_view_worker(ompi_osc_ucxx_vi
         return OSC_UCXX.main_worker;
     }
     return ompi_osc_ucxx_worker_self();
+}
+
+/* Until every message this process sent on the window (accumulates and user
+ * active messages) has been applied by its target and acknowledged. */
+static inline void ompi_osc_ucxx_wait_messages(ompi_osc_ucxx_module_t *module)
+{
+    while (module->am_outstanding > 0) {
+        opal_progress();
+    }
 }
 
 /* Creation and destruction (osc_ucxx_window.c) */

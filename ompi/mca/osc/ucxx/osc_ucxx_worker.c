@@ -21,6 +21,9 @@
 
 #include "ompi_config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -154,6 +157,55 @@ static opal_mutex_t init_lock = OPAL_MUTEX_STATIC_INIT;
 
 static int context_init_locked(void);
 
+/* The value UCX's configuration printout gives NAME ("UCX_FENCE_MODE"), or
+ * NULL; copied into buf. */
+static const char *config_value(const char *text, const char *name, char *buf, size_t len)
+{
+    size_t n = strlen(name);
+
+    for (const char *line = text; NULL != line && '\0' != *line; ) {
+        if (0 == strncmp(line, name, n) && '=' == line[n]) {
+            size_t vlen = strcspn(line + n + 1, "\n");
+            snprintf(buf, len, "%.*s", (int) vlen, line + n + 1);
+            return buf;
+        }
+        line = strchr(line, '\n');
+        if (NULL != line) line++;
+    }
+    return NULL;
+}
+
+/* Whether ucp_worker_fence will be strong (a flush: ompi_osc_ucxx_fence_link
+ * says why that matters), by UCX's own rule on the configuration it is given:
+ * UCX_FENCE_MODE=strong, or auto with more than one RMA lane or the new
+ * protocols (UCX_PROTO_ENABLE, the default from 1.16).  UCX 1.13 has no
+ * fence modes: weak.  Unknown: strong, which is correct everywhere. */
+static bool fence_is_strong(const ucp_config_t *config)
+{
+    char *text = NULL, mode[16], proto[16], lanes[16];
+    size_t len = 0;
+    bool strong = true;
+    FILE *f = open_memstream(&text, &len);
+
+    if (NULL == f) return true;
+    ucp_config_print(config, f, NULL, UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HIDDEN);
+    fclose(f);
+    if (NULL == text) return true;
+    if (NULL == config_value(text, "UCX_FENCE_MODE", mode, sizeof(mode))) {
+        strong = false;
+    } else if (0 == strcmp(mode, "weak")) {
+        strong = false;
+    } else if (0 == strcmp(mode, "auto")) {
+        strong = (NULL != config_value(text, "UCX_PROTO_ENABLE", proto, sizeof(proto)) &&
+                  ('y' == proto[0] || 'Y' == proto[0] || '1' == proto[0])) ||
+                 (NULL != config_value(text, "UCX_MAX_RMA_LANES", lanes, sizeof(lanes)) &&
+                  atoi(lanes) > 1);
+    }
+    free(text);
+    OSC_UCXX_VERBOSE(10, "ucp_worker_fence is %s", strong ? "strong (a flush)" : "weak");
+    return strong;
+}
+
 int ompi_osc_ucxx_context_init(void)
 {
     int rc = OMPI_SUCCESS;
@@ -201,6 +253,8 @@ static int context_init_locked(void)
         snprintf(rails, sizeof(rails), "%d", OSC_UCXX.max_rails);
         (void) ucp_config_modify(config, "MAX_RNDV_RAILS", rails);
     }
+    OSC_UCXX.order_by_flush = OSC_UCXX.fence_by_flush < 0 ? fence_is_strong(config)
+                                                         : 1 == OSC_UCXX.fence_by_flush;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_NAME;

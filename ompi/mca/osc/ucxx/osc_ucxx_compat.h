@@ -1,0 +1,146 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * osc/ucxx, below the bottom layer: the few Open MPI internals that differ
+ * between the 4.1 and 5.0 series, behind one name each, so that no other
+ * file tests OMPI_MAJOR_VERSION.  The osc framework itself (component and
+ * module structs, OMPI_OSC_BASE_VERSION_3_0_0) is the same in both.
+ *
+ *   what                       4.1                        5.0
+ *   mutexes                    opal/threads/mutex.h       opal/mca/threads/mutex.h
+ *   info subscriber callbacks  char * in and out          const char * in and out
+ *   opal_info_get / nthkey     copy into a buffer         an opal_cstring_t to release
+ *   a communicator's id        ompi_comm_get_cid          ompi_comm_get_local_cid, global
+ *                                                         only with a parent communicator
+ *   PMIx cleanup registration  opal_pmix.register_cleanup opal_pmix_register_cleanup
+ *
+ * 5.0.x installs lack the pthreads and timer implementation headers its
+ * opal_config.h names; config/compat has our stand-ins, and the
+ * _Static_asserts below check that the types they define have the sizes
+ * libopen-pal was built with (configure reads those from the library).
+ */
+
+#ifndef OMPI_OSC_UCXX_COMPAT_H
+#define OMPI_OSC_UCXX_COMPAT_H
+
+#include "ompi_config.h"
+
+#include <string.h>
+
+/* first: 5.0's mutex.h, which the others include, uses it without including it */
+#include "opal/class/opal_object.h"
+#include "opal/util/info.h"
+#include "opal/util/info_subscriber.h"
+#include "ompi/communicator/communicator.h"
+
+#if OMPI_MAJOR_VERSION >= 5
+#include "opal/mca/threads/mutex.h"
+#include "opal/mca/threads/threads.h"
+#include "opal/mca/pmix/pmix-internal.h"
+#else
+#include "opal/threads/mutex.h"
+#include "opal/threads/threads.h"
+#include "opal/mca/pmix/pmix.h"
+#endif
+
+/* Sizes libopen-pal's classes have, found by configure (0: not known, as in
+ * an in-tree build, where the headers are the library's own). */
+#if defined(OSC_UCXX_LIB_SIZEOF_OPAL_MUTEX) && OSC_UCXX_LIB_SIZEOF_OPAL_MUTEX > 0
+_Static_assert(sizeof(opal_mutex_t) == OSC_UCXX_LIB_SIZEOF_OPAL_MUTEX,
+               "opal_mutex_t differs from libopen-pal's: check config/compat's mutex stand-in");
+#endif
+#if defined(OSC_UCXX_LIB_SIZEOF_OPAL_THREAD) && OSC_UCXX_LIB_SIZEOF_OPAL_THREAD > 0
+_Static_assert(sizeof(opal_thread_t) == OSC_UCXX_LIB_SIZEOF_OPAL_THREAD,
+               "opal_thread_t differs from libopen-pal's: check config/compat's threads stand-in");
+#endif
+
+/* The string type of info subscriber callbacks (key, value, and result). */
+#if OMPI_MAJOR_VERSION >= 5
+typedef const char *ompi_osc_ucxx_info_str_t;
+#else
+typedef char *ompi_osc_ucxx_info_str_t;
+#endif
+/* static OMPI_OSC_UCXX_INFO_CB(name) { ... }: a subscriber callback. */
+#define OMPI_OSC_UCXX_INFO_CB(name)                                                              \
+    ompi_osc_ucxx_info_str_t name(opal_infosubscriber_t *obj, ompi_osc_ucxx_info_str_t key,      \
+                                  ompi_osc_ucxx_info_str_t value)
+
+/* The value of info key KEY copied into BUF (LEN bytes, always terminated);
+ * *flag tells whether the key is set. */
+static inline int ompi_osc_ucxx_info_get(opal_info_t *info, const char *key, char *buf,
+                                         int len, int *flag)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    opal_cstring_t *value = NULL;
+    int rc = opal_info_get(info, key, &value, flag);
+
+    if (OPAL_SUCCESS == rc && *flag && NULL != value) {
+        snprintf(buf, (size_t) len, "%s", value->string);
+    }
+    if (NULL != value) OBJ_RELEASE(value);
+    return rc;
+#else
+    int rc = opal_info_get(info, (char *) key, len - 1, buf, flag);
+    buf[len - 1] = '\0';
+    return rc;
+#endif
+}
+
+/* The Nth key of INFO copied into BUF (LEN bytes). */
+static inline int ompi_osc_ucxx_info_nthkey(opal_info_t *info, int n, char *buf, int len)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    opal_cstring_t *key = NULL;
+    int rc = opal_info_get_nthkey(info, n, &key);
+
+    if (OPAL_SUCCESS == rc && NULL != key) snprintf(buf, (size_t) len, "%s", key->string);
+    if (NULL != key) OBJ_RELEASE(key);
+    return rc;
+#else
+    char full[MPI_MAX_INFO_KEY + 1];
+    int rc = opal_info_get_nthkey(info, n, full);
+
+    if (OPAL_SUCCESS == rc) snprintf(buf, (size_t) len, "%s", full);
+    return rc;
+#endif
+}
+
+/* Whether COMM's local id is the same on every process of it.  In 5.0 it is
+ * not for communicators made without a parent (MPI_Comm_create_from_group,
+ * the sessions model) nor for their duplicates; osc/ucxx names windows on the
+ * wire by that id, so it declines such windows (the next component takes
+ * them). */
+static inline bool ompi_osc_ucxx_comm_cid_is_global(ompi_communicator_t *comm)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    return OMPI_COMM_IS_GLOBAL_INDEX(comm);
+#else
+    (void) comm;
+    return true;
+#endif
+}
+
+/* The communicator's id (global where ompi_osc_ucxx_comm_cid_is_global). */
+static inline uint32_t ompi_osc_ucxx_comm_cid(ompi_communicator_t *comm)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    return ompi_comm_get_local_cid(comm);
+#else
+    return ompi_comm_get_cid(comm);
+#endif
+}
+
+/* Ask the PMIx server to remove directory PATH when the job ends. */
+static inline void ompi_osc_ucxx_register_cleanup(char *path)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    (void) opal_pmix_register_cleanup(path, true, false, false);
+#else
+    if (NULL != opal_pmix.register_cleanup) {
+        (void) opal_pmix.register_cleanup(path, true, false, false);
+    }
+#endif
+}
+
+#endif /* OMPI_OSC_UCXX_COMPAT_H */
