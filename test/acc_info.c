@@ -10,6 +10,12 @@
  *    (Open MPI 4.1 reports the hints a user set as given, like
  *    accumulate_ordering=waw above), and the window still accumulates right
  *    with the rounded block (128 for 100, the 8-byte minimum for 1);
+ *  - MPI_Win_set_info after creation: a valid ordering list ("rar,waw") is
+ *    reported as given; a malformed one ("junk") and a granularity other than
+ *    the block fixed at creation report what the window does (Open MPI 5.0,
+ *    which reports what the component answers), or as given (4.1, which
+ *    reports every hint as the user set it); a granularity that rounds to
+ *    the block in use is reported as given; the window still accumulates right;
  *  - on each window, accumulates still give the right values (with "none",
  *    after a flush): every rank adds to all ranks' counters with MPI_SUM.
  *
@@ -89,6 +95,34 @@ static void info_case(int flavor, const char *key, const char *val, const char *
     tu_win_free(&w);
 }
 
+static void set_key(MPI_Win win, const char *key, const char *val)
+{
+    MPI_Info info = tu_info_new(key, val, NULL);
+    TU_MPI(MPI_Win_set_info(win, info));
+    MPI_Info_free(&info);
+}
+
+/* Hints changed after creation (see the header). */
+static void set_info_case(int flavor)
+{
+    char what[96];
+    tu_win_t w;
+    int v5 = OMPI_MAJOR_VERSION >= 5;
+
+    snprintf(what, sizeof(what), "%s, MPI_Win_set_info", tu_flavor_names[flavor]);
+    tu_win_create(flavor, 2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    set_key(w.win, "accumulate_ordering", "rar,waw");
+    check_key(w.win, "accumulate_ordering", "rar,waw", what);
+    set_key(w.win, "accumulate_ordering", "junk");
+    check_key(w.win, "accumulate_ordering", v5 ? "rar,raw,war,waw" : "junk", what);
+    set_key(w.win, "mpi_accumulate_granularity", "1000");   /* fixed at creation: 64 */
+    check_key(w.win, "mpi_accumulate_granularity", v5 ? "64" : "1000", what);
+    set_key(w.win, "mpi_accumulate_granularity", "40");     /* rounds to 64 */
+    check_key(w.win, "mpi_accumulate_granularity", "40", what);
+    use_window(&w, what);
+    tu_win_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     int flavor, rc;
@@ -104,6 +138,7 @@ int main(int argc, char **argv)
         info_case(flavor, "accumulate_ordering", "waw", "waw", NULL, NULL);
         info_case(flavor, "mpi_accumulate_granularity", "100", NULL, NULL, "100");
         info_case(flavor, "mpi_accumulate_granularity", "1", NULL, NULL, "1");
+        set_info_case(flavor);
     }
     rc = tu_finish("acc_info");
     MPI_Finalize();

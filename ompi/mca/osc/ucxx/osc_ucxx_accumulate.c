@@ -296,17 +296,19 @@ static int order_before(ompi_osc_ucxx_acc_t *a, bool by_message)
         return ompi_osc_ucxx_flush_link(t->module, t->worker, t->path.link);
     }
     ompi_osc_ucxx_wait_messages(t->module);
+    if (OPAL_LIKELY(!t->worker->acc_fence)) {
+        return OMPI_SUCCESS;
+    }
     if (OPAL_UNLIKELY(OSC_UCXX.order_by_flush)) {
-        /* UCX atomics issued to this target (on its link, if it has one) */
+        /* the UCX atomics issued to this target, if any (the worker's flag
+         * stays set: other targets' links may still have some) */
         ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_link_made(t->module, t->worker, t->rank);
         if (NULL == link || !link->acc_fence) return OMPI_SUCCESS;
         link->acc_fence = false;
         return ompi_osc_ucxx_fence_link(t->module, t->worker, link);
     }
-    if (OPAL_UNLIKELY(t->worker->acc_fence)) {
-        t->worker->acc_fence = false;
-        ucp_worker_fence(t->worker->ucp);
-    }
+    t->worker->acc_fence = false;
+    ucp_worker_fence(t->worker->ucp);
     return OMPI_SUCCESS;
 }
 

@@ -106,8 +106,8 @@ static int component_register(void)
     OSC_UCXX.fence_by_flush = -1;
     param("fence_by_flush",
           "How mpi_win_order and accumulate ordering keep operations to a target in "
-          "order over UCX: 1: flush that target's endpoint (a round trip); 0: "
-          "ucp_worker_fence; -1: a flush where UCX's fence is strong (UCX_FENCE_MODE, "
+          "order over UCX: 1 (or more): flush that target's endpoint (a round trip); 0: "
+          "ucp_worker_fence; negative: a flush where UCX's fence is strong (UCX_FENCE_MODE, "
           "UCX_PROTO_ENABLE: it flushes the whole worker inside UCX's lock), the "
           "fence where it is weak (UCX 1.13)",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,

@@ -254,7 +254,7 @@ static int context_init_locked(void)
         (void) ucp_config_modify(config, "MAX_RNDV_RAILS", rails);
     }
     OSC_UCXX.order_by_flush = OSC_UCXX.fence_by_flush < 0 ? fence_is_strong(config)
-                                                         : 1 == OSC_UCXX.fence_by_flush;
+                                                         : 0 != OSC_UCXX.fence_by_flush;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_NAME;

@@ -28,7 +28,8 @@ struct ompi_osc_ucxx_worker_t {
     opal_hash_table_t eps;     /* proc name -> ucp_ep_h */
     volatile int32_t pending;  /* request-based operations not yet complete */
     bool acc_fence;            /* accumulates issued UCX atomics since the last
-                                * ucp_worker_fence (osc_ucxx_accumulate.c) */
+                                * ucp_worker_fence (osc_ucxx_accumulate.c; under
+                                * osc_ucxx_fence_by_flush: ever, links say where) */
     volatile int32_t progressing;  /* a thread is inside ucp_worker_progress on it
                                     * (ompi_osc_ucxx_worker_progress_shared) */
 };
