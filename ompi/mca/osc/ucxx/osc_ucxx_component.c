@@ -221,13 +221,27 @@ static int component_register(void)
 
     OSC_UCXX.share_user = true;
     param("share_user_memory",
-          "Move the whole pages of memory attached to a dynamic window (and memory handles) "
-          "onto a POSIX shared-memory object at the same addresses, so peers on the node reach "
-          "it by loads and stores as on allocated windows. Writes by another thread to those "
-          "pages during MPI_Win_attach would be lost, and a fork() after it shares them with "
-          "the child; 0 keeps attached memory private (UCX emulates access to it)",
+          "Move the pages of memory the application brings (MPI_Win_create, MPI_Win_attach, "
+          "memory handles) onto a POSIX shared-memory object at the same addresses, so peers on "
+          "the node reach it by loads and stores as on allocated windows. Where other threads' "
+          "writes cannot be held off during the move (see osc_ucxx_share_edge_pages), writes by "
+          "another thread to those pages during the call would be lost. A fork()ed child gets "
+          "private copies of them. 0 keeps such memory private (UCX emulates access to it)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.share_user);
+
+    OSC_UCXX.share_edges = 1;
+    param("share_edge_pages",
+          "Also move the pages at the edges of such memory, which hold other data as well "
+          "(a window smaller than a page, malloc'ed memory), while every other thread's writes "
+          "to them are held off (Linux userfaultfd write protection: root, CAP_SYS_PTRACE, "
+          "sysctl vm.unprivileged_userfaultfd=1 or access to /dev/userfaultfd). Without it only "
+          "the whole pages inside are moved and the edges go through UCX. 0: never; 1: where "
+          "writes made in the kernel can be held too; 2: also where only user-space writes can "
+          "be (unprivileged userfaultfd): a system call of another thread that writes to such a "
+          "page during the move then fails with EFAULT",
+          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.share_edges);
 
     OSC_UCXX.share_max = 1UL << 30;
     param("share_user_memory_max",

@@ -103,6 +103,13 @@ bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uin
     return found;
 }
 
+static void region_release(ompi_osc_ucxx_region_t *region)
+{
+    ucp_rkey_buffer_release(region->rkey);
+    ucp_mem_unmap(OSC_UCXX.context, region->memh);
+    ompi_osc_ucxx_share_release(&region->share);
+}
+
 int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
@@ -123,11 +130,13 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     params.address = base;
     params.length = len;
     if (UCS_OK != ucp_mem_map(OSC_UCXX.context, &params, &region.memh)) {
+        ompi_osc_ucxx_share_release(&region.share);
         return OMPI_ERR_RMA_ATTACH;
     }
     if (UCS_OK != ucp_rkey_pack(OSC_UCXX.context, region.memh, &region.rkey,
                                 &region.rkey_len)) {
         ucp_mem_unmap(OSC_UCXX.context, region.memh);
+        ompi_osc_ucxx_share_release(&region.share);
         return OMPI_ERR_RMA_ATTACH;
     }
 
@@ -137,8 +146,7 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
         void *tmp = realloc(module->regions, cap * sizeof(*module->regions));
         if (NULL == tmp) {
             OSC_UCXX_UNLOCK(&module->dyn_lock);
-            ucp_rkey_buffer_release(region.rkey);
-            ucp_mem_unmap(OSC_UCXX.context, region.memh);
+            region_release(&region);
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
         module->regions = tmp;
@@ -157,11 +165,6 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     return OMPI_SUCCESS;
 }
 
-static void region_release(ompi_osc_ucxx_region_t *region)
-{
-    ucp_rkey_buffer_release(region->rkey);
-    ucp_mem_unmap(OSC_UCXX.context, region->memh);
-}
 
 int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base)
 {

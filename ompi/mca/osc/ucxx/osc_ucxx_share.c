@@ -14,13 +14,20 @@
  * the node map the object and use loads, stores and CPU atomics, as on
  * allocated windows.
  *
- * Only private anonymous memory (heap, anonymous mmap) is moved, and only the
- * pages the attachment covers entirely, so no neighbouring object shares a
- * moved page.  Pages moved once are recognised (by their mapping in
- * /proc/self/map_files or /proc/self/maps) and shared again without a copy.  Writes by another thread
- * to the attached pages during the attach itself would be lost, and after a
- * fork() the pages are shared with the child: MCA parameter
- * osc_ucxx_share_user_memory=0 turns this off.
+ * Only private anonymous memory (heap, anonymous mmap) is moved.  The pages
+ * at an attachment's edges also hold other data (malloc's, other threads'):
+ * they are moved only while every other thread's writes to them are held off
+ * (osc_ucxx_wprotect.c, osc_ucxx_share_edge_pages); where that cannot be
+ * done, only the whole pages inside are moved and the edges stay private.
+ * Where writes are held for whole pages too, none made during the move is
+ * lost; otherwise writes by another thread to the pages during the call are.
+ * Pages moved once are recognised (by their mapping in /proc/self/map_files
+ * or /proc/self/maps) and shared again without a copy.  An object no window
+ * or attachment uses any more may be moved again, with its neighbours, when
+ * a later one covers it and private memory together (the OSU pattern: a
+ * window per size over whatever malloc returns).  A fork()ed child gets
+ * private copies (fork_child).  MCA parameter osc_ucxx_share_user_memory=0
+ * turns all of this off.
  *
  * The objects are files in one directory per process,
  * /dev/shm/osc_ucxx.<jobid>.<vpid>/, which we remove at finalize and which
@@ -34,12 +41,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "osc_ucxx_share.h"
+#include "osc_ucxx_wprotect.h"
 
 #define SHM_PREFIX "/dev/shm"
 
@@ -52,13 +62,15 @@ static opal_hash_table_t mappings;   /* object name -> share_mapping_t* (peers')
 static bool mappings_ready;
 /* Objects we created (unlinked at finalize) and where we put them. */
 typedef struct {
-    char *name;
+    char *name;              /* NULL once removed */
     uint64_t lo, hi;
+    int users;               /* windows and attachments using it */
 } own_object_t;
 static own_object_t *own;
 static int own_count, own_cap;
 static char own_dir[48];             /* "/osc_ucxx.<jobid>.<vpid>" under SHM_PREFIX, once made */
 static unsigned own_serial;
+static bool atfork_done;
 
 /* One line of /proc/self/maps. */
 typedef struct {
@@ -82,8 +94,20 @@ static bool vma_parse(const char *line, vma_t *vma)
     return true;
 }
 
+/* own[] index of the object at `path` (under SHM_PREFIX), or -1. */
+static int own_by_path(const char *path)
+{
+    if (0 != strncmp(path, SHM_PREFIX, strlen(SHM_PREFIX))) return -1;
+    for (int i = own_count - 1; i >= 0; --i) {
+        if (NULL != own[i].name && 0 == strcmp(path + strlen(SHM_PREFIX), own[i].name)) return i;
+    }
+    return -1;
+}
+
 /* How [lo, hi) is mapped: 1 = one mapping of one of our objects (filled in
- * `ours`), 2 = private anonymous read-write memory only, 0 = anything else. */
+ * `ours`), 2 = private anonymous read-write memory, or objects of ours no
+ * window uses any more (left by earlier windows over nearby memory: moving
+ * them again is safe), 0 = anything else. */
 static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
 {
     FILE *maps = fopen("/proc/self/maps", "r");
@@ -99,8 +123,13 @@ static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
             kind = 0;  /* a hole */
         } else if (0 == strncmp(vma.path, SHM_PREFIX "/osc_ucxx.", 18) &&
                    0 == strcmp(vma.perms, "rw-s") && NULL == strstr(vma.path, "(deleted)")) {
-            kind = (kind == -1 && vma.end >= hi) ? 1 : 0;
-            *ours = vma;
+            int i = own_by_path(vma.path);
+            if (kind == -1 && vma.end >= hi) {
+                kind = 1;
+                *ours = vma;
+            } else {
+                kind = ((kind == -1 || kind == 2) && i >= 0 && 0 == own[i].users) ? 2 : 0;
+            }
         } else if (0 == strcmp(vma.perms, "rw-p") &&
                    ('\0' == vma.path[0] || 0 == strcmp(vma.path, "[heap]"))) {
             kind = (kind == -1 || kind == 2) ? 2 : 0;
@@ -122,29 +151,51 @@ static void own_add(const char *name, uint64_t lo, uint64_t hi)
         own = tmp;
         own_cap = cap;
     }
-    own[own_count++] = (own_object_t){strdup(name), lo, hi};
+    own[own_count++] = (own_object_t){strdup(name), lo, hi, 1};
 }
 
-/* [lo, hi) inside pages we moved, still mapped as we left them?  One
- * readlink of the mapping's /proc/self/map_files entry, which exists only
- * while a mapping has exactly those bounds, instead of reading all of
- * /proc/self/maps (tens of microseconds).  Re-attaching the same memory is
- * the common case. */
-static bool own_find(uint64_t lo, uint64_t hi, vma_t *ours)
+/* After a move of [lo, hi): objects wholly inside it are mapped nowhere
+ * now (only peers may keep stale mappings, which unlink leaves alone). */
+static void own_drop_inside(uint64_t lo, uint64_t hi)
+{
+    char path[sizeof(SHM_PREFIX) + 48];
+
+    for (int i = 0; i < own_count; ++i) {
+        if (NULL == own[i].name || 0 != own[i].users || own[i].lo < lo || own[i].hi > hi) {
+            continue;
+        }
+        snprintf(path, sizeof(path), SHM_PREFIX "%s", own[i].name);
+        unlink(path);
+        free(own[i].name);
+        own[i].name = NULL;
+    }
+}
+
+/* Is own[i] still mapped where we put it?  One readlink of its
+ * /proc/self/map_files entry, which exists only while a mapping has exactly
+ * those bounds (the path is left in `path`). */
+static bool own_mapped(int i, char *path, size_t size)
 {
     char link[64];
+    ssize_t n;
+
+    snprintf(link, sizeof(link), "/proc/self/map_files/%" PRIx64 "-%" PRIx64, own[i].lo,
+             own[i].hi);
+    n = readlink(link, path, size - 1);
+    if (n <= 0) return false;
+    path[n] = '\0';
+    return 0 == strncmp(path, SHM_PREFIX, strlen(SHM_PREFIX)) &&
+           0 == strcmp(path + strlen(SHM_PREFIX), own[i].name);
+}
+
+/* [lo, hi) inside pages we moved, still mapped as we left them?  Checked
+ * with own_mapped() instead of reading all of /proc/self/maps (tens of
+ * microseconds): re-attaching the same memory is the common case. */
+static bool own_find(uint64_t lo, uint64_t hi, vma_t *ours)
+{
     for (int i = own_count - 1; i >= 0; --i) {
-        ssize_t n;
         if (NULL == own[i].name || lo < own[i].lo || hi > own[i].hi) continue;
-        snprintf(link, sizeof(link), "/proc/self/map_files/%" PRIx64 "-%" PRIx64, own[i].lo,
-                 own[i].hi);
-        n = readlink(link, ours->path, sizeof(ours->path) - 1);
-        if (n <= 0) return false;
-        ours->path[n] = '\0';
-        if (0 != strncmp(ours->path, SHM_PREFIX, strlen(SHM_PREFIX)) ||
-            0 != strcmp(ours->path + strlen(SHM_PREFIX), own[i].name)) {
-            return false;
-        }
+        if (!own_mapped(i, ours->path, sizeof(ours->path))) return false;
         ours->start = own[i].lo;
         ours->end = own[i].hi;
         ours->offset = 0;
@@ -153,8 +204,31 @@ static bool own_find(uint64_t lo, uint64_t hi, vma_t *ours)
     return false;
 }
 
-/* Move the pages [lo, hi) onto a new object `name`. */
-static bool move_pages(uint64_t lo, uint64_t hi, const char *name)
+/* Copy [lo, hi) into the object (mapped at `tmp`) and put the object in its
+ * place.  With `held`, other threads' writes wait meanwhile (see
+ * osc_ucxx_wprotect.c): then the replacing mmap is a raw system call, since
+ * libc's is intercepted by memory hooks that may allocate, and libc's mmap
+ * repeats it afterwards so that those hooks see the change.  MAP_FIXED
+ * replaces the old pages in one step: no moment without memory there.  (Not
+ * mremap: Open MPI's and UCX's memory hooks intercept it and drop its
+ * variadic new address.) */
+static bool replace_pages(uint64_t lo, size_t len, int fd, void *tmp, int held)
+{
+    void *at = (void *) (uintptr_t) lo;
+    bool ok = true;
+
+    memcpy(tmp, at, len);
+    if (held >= 0) {
+        ok = (MAP_FAILED != (void *) syscall(SYS_mmap, at, len, PROT_READ | PROT_WRITE,
+                                             MAP_SHARED | MAP_FIXED, fd, 0));
+        ompi_osc_ucxx_wp_end(held, lo, len);
+    }
+    return ok && MAP_FAILED != mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+}
+
+/* Move the pages [lo, hi) onto a new object `name`.  `must_hold`: only if
+ * other threads' writes can be held off meanwhile (pages with other data). */
+static bool move_pages(uint64_t lo, uint64_t hi, const char *name, bool must_hold)
 {
     size_t len = hi - lo;
     void *tmp = MAP_FAILED;
@@ -171,17 +245,90 @@ static bool move_pages(uint64_t lo, uint64_t hi, const char *name)
         ok = (MAP_FAILED != tmp);
     }
     if (ok) {
-        memcpy(tmp, (void *) (uintptr_t) lo, len);
-        /* MAP_FIXED replaces the old pages in one step: no moment without
-         * memory there.  (Not mremap: Open MPI's and UCX's memory hooks
-         * intercept it and drop its variadic new address.) */
-        ok = (MAP_FAILED != mmap((void *) (uintptr_t) lo, len, PROT_READ | PROT_WRITE,
-                                 MAP_SHARED | MAP_FIXED, fd, 0));
+        int held = ompi_osc_ucxx_wp_usable() ? ompi_osc_ucxx_wp_begin(lo, len) : -1;
+        ok = (held >= 0 || !must_hold) && replace_pages(lo, len, fd, tmp, held);
         munmap(tmp, len);
     }
     if (fd >= 0) close(fd);
     if (!ok && fd >= 0) unlink(path);
     return ok;
+}
+
+/* A fork()ed child gets private copies of every page we moved, as it would
+ * of any memory: shared ones would let it write into our heap (pages at a
+ * window's edge, or window memory malloc hands out again after the window).
+ * The child has one thread, so nothing writes meanwhile (but child handlers
+ * registered before ours run first: here only UCX's logger's, which writes
+ * its own globals, not the heap).  Until its pages
+ * are private the child must not touch the heap (malloc, stdio), and it uses
+ * raw system calls, since the memory hooks behind libc's mmap may take locks
+ * held by threads the child does not have. */
+static void fork_prepare(void)
+{
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+}
+
+static void fork_parent(void)
+{
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+}
+
+static void privatize(uint64_t lo, uint64_t hi)
+{
+    size_t len = hi - lo;
+    void *copy = (void *) syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (MAP_FAILED == copy) return;
+    memcpy(copy, (void *) (uintptr_t) lo, len);
+    if (MAP_FAILED == (void *) syscall(SYS_mremap, copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                       lo)) {
+        syscall(SYS_munmap, copy, len);
+    }
+}
+
+/* One pass over /proc/self/maps, read into a buffer on the stack: collect up
+ * to `max` mappings of objects whose path starts with `mine`. */
+static int find_mine(const char *mine, vma_t *list, int max)
+{
+    char buf[4096];
+    size_t have = 0;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), n = 0;
+    ssize_t got = 1;
+
+    while (fd >= 0 && n < max && (got > 0 || have > 0)) {
+        char *nl;
+        got = read(fd, buf + have, sizeof(buf) - 1 - have);
+        have += got > 0 ? (size_t) got : 0;
+        buf[have] = '\0';
+        while (n < max && NULL != (nl = strchr(buf, '\n'))) {
+            *nl = '\0';
+            if (vma_parse(buf, &list[n]) && 0 == strncmp(list[n].path, mine, strlen(mine))) n++;
+            have -= (size_t) (nl + 1 - buf);
+            memmove(buf, nl + 1, have + 1);
+        }
+        if (got <= 0 || have == sizeof(buf) - 1) have = 0;  /* end, or a line too long */
+    }
+    if (fd >= 0) close(fd);
+    return n;
+}
+
+static void fork_child(void)
+{
+    char mine[sizeof(SHM_PREFIX) + sizeof(own_dir) + 1];
+    vma_t list[32];
+    int n, passes = 0;
+
+    if ('\0' != own_dir[0]) {  /* something was moved, before finalize */
+        /* ours: own_dir's objects, remnants of partly re-moved ones included;
+         * a privatized mapping no longer matches, so passes end */
+        snprintf(mine, sizeof(mine), SHM_PREFIX "%s/", own_dir);
+        do {
+            n = find_mine(mine, list, 32);
+            for (int i = 0; i < n; ++i) privatize(list[i].start, list[i].end);
+        } while (n == 32 && ++passes < 1000);
+    }
+    own_count = 0;  /* the objects are the parent's to remove */
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
 /* Our directory of objects, handed to the PMIx server to remove when we end.
@@ -205,6 +352,10 @@ static bool own_dir_ready(void)
         return false;
     }
     ompi_osc_ucxx_register_cleanup(path);
+    if (!atfork_done) {
+        /* glibc drops the handlers when the component is unloaded */
+        atfork_done = (0 == pthread_atfork(fork_prepare, fork_parent, fork_child));
+    }
     return true;
 }
 
@@ -217,29 +368,24 @@ void ompi_osc_ucxx_share_prepare(void)
     }
 }
 
-int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc)
+/* Share [lo, hi) (whole pages): already on one of our objects, or moved onto
+ * a new one.  `edges`: the range holds bytes outside the window. */
+static bool share_pages(uint64_t lo, uint64_t hi, bool edges, ompi_osc_ucxx_share_t *desc)
 {
-    uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
-    uint64_t lo = ((uint64_t) (uintptr_t) base + page - 1) & ~(page - 1);
-    uint64_t hi = ((uint64_t) (uintptr_t) base + len) & ~(page - 1);
     vma_t ours;
-    int kind;
+    int kind = own_find(lo, hi, &ours) ? 1 : classify(lo, hi, &ours);
 
-    memset(desc, 0, sizeof(*desc));
-    if (!OSC_UCXX.share_user || !OSC_UCXX.use_direct || hi <= lo ||
-        hi - lo > (uint64_t) OSC_UCXX.share_max) {
-        return OMPI_SUCCESS;
-    }
-    OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    kind = own_find(lo, hi, &ours) ? 1 : classify(lo, hi, &ours);
     if (1 == kind && strlen(ours.path + strlen(SHM_PREFIX)) < sizeof(desc->name)) {
+        int i = own_by_path(ours.path);
         memcpy(desc->name, ours.path + strlen(SHM_PREFIX),
                strlen(ours.path + strlen(SHM_PREFIX)) + 1);
         desc->offset = lo - ours.start + ours.offset;
+        if (i >= 0) own[i].users++;
     } else if (2 == kind && own_dir_ready()) {
         /* "/osc_ucxx.<10 digits>.<10 digits>/<10 digits>" fits desc->name */
         snprintf(desc->name, sizeof(desc->name), "%.36s/%u", own_dir, own_serial++);
-        if (move_pages(lo, hi, desc->name)) {
+        if (move_pages(lo, hi, desc->name, edges)) {
+            own_drop_inside(lo, hi);
             own_add(desc->name, lo, hi);
         } else {
             OSC_UCXX_VERBOSE(10, "could not move [%#" PRIx64 ", %#" PRIx64 ") to shared memory",
@@ -247,14 +393,63 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
             desc->name[0] = '\0';
         }
     }
-    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    if ('\0' != desc->name[0]) {
-        desc->lo = lo;
-        desc->hi = hi;
-        OSC_UCXX_VERBOSE(50, "[%#" PRIx64 ", %#" PRIx64 ") shared as %s+%" PRIu64, lo, hi,
-                         desc->name, desc->offset);
+    desc->lo = lo;
+    desc->hi = hi;
+    return '\0' != desc->name[0];
+}
+
+/* The pages to share for [b, e): every page it touches where writes to
+ * them can be held off during a move (osc_ucxx_wprotect.c), else the whole
+ * pages inside it; `desc` then describes exactly the window's bytes of them. */
+int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc)
+{
+    uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+    uint64_t b = (uint64_t) (uintptr_t) base, e = b + len;
+    uint64_t out_lo = b & ~(page - 1), out_hi = (e + page - 1) & ~(page - 1);
+    uint64_t in_lo = (b + page - 1) & ~(page - 1), in_hi = e & ~(page - 1);
+    bool found = false;
+
+    memset(desc, 0, sizeof(*desc));
+    if (!OSC_UCXX.share_user || !OSC_UCXX.use_direct || 0 == len) {
+        return OMPI_SUCCESS;
     }
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    if (out_hi - out_lo <= (uint64_t) OSC_UCXX.share_max && ompi_osc_ucxx_wp_usable()) {
+        found = share_pages(out_lo, out_hi, out_lo < b || out_hi > e, desc);
+    }
+    if (!found && in_hi > in_lo && in_hi - in_lo <= (uint64_t) OSC_UCXX.share_max &&
+        (in_lo != out_lo || in_hi != out_hi || !ompi_osc_ucxx_wp_usable())) {
+        memset(desc, 0, sizeof(*desc));
+        found = share_pages(in_lo, in_hi, false, desc);
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    if (!found) {
+        memset(desc, 0, sizeof(*desc));
+        return OMPI_SUCCESS;
+    }
+    if (desc->lo < b) {
+        desc->offset += b - desc->lo;
+        desc->lo = b;
+    }
+    desc->hi = desc->hi > e ? e : desc->hi;
+    OSC_UCXX_VERBOSE(50, "[%#" PRIx64 ", %#" PRIx64 ") shared as %s+%" PRIu64, desc->lo, desc->hi,
+                     desc->name, desc->offset);
     return OMPI_SUCCESS;
+}
+
+/* A window or attachment that share_user() described is gone: its object may
+ * be moved again by a later one over nearby memory. */
+void ompi_osc_ucxx_share_release(const ompi_osc_ucxx_share_t *desc)
+{
+    char path[sizeof(SHM_PREFIX) + sizeof(desc->name)];
+    int i;
+
+    if ('\0' == desc->name[0]) return;
+    snprintf(path, sizeof(path), SHM_PREFIX "%.*s", (int) sizeof(desc->name), desc->name);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    i = own_by_path(path);
+    if (i >= 0 && own[i].users > 0) own[i].users--;
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
 char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *desc)

@@ -17,7 +17,8 @@
  *                       counters) and the CPU-vs-UCX atomics policy
  *   osc_ucxx_epoch.h    access epochs: which targets an operation may reach
  *   then the concerns that use them: osc_ucxx_request.h, osc_ucxx_am.h,
- *   osc_ucxx_dynamic.h, osc_ucxx_share.h, osc_ucxx_dt.h, and osc_ucxx.h (the
+ *   osc_ucxx_dynamic.h, osc_ucxx_share.h, osc_ucxx_wprotect.h, osc_ucxx_dt.h,
+ *   and osc_ucxx.h (the
  *   osc entry points the module table names).
  *
  * Error codes: functions return OMPI_SUCCESS or an OMPI_ERR_* code where
@@ -90,6 +91,7 @@ typedef struct ompi_osc_ucxx_component_t {
     int progress_interval_us; /* its sleep when there was nothing to do */
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
+    int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */
     bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
     /* Accumulates (osc_ucxx_accumulate.c, osc_ucxx_acc_am.c) */
     unsigned long acc_granularity;  /* stripe block bytes, unless the window's info says */

@@ -488,6 +488,7 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
     if (NULL != module->data_memh) ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
+    ompi_osc_ucxx_share_release(&module->share);      /* (not ours for shared windows) */
     if (NULL != module->state_memh) ucp_mem_unmap(OSC_UCXX.context, module->state_memh);
     if (NULL != module->comm) ompi_comm_free(&module->comm);
     if (NULL != module->access) OBJ_RELEASE(module->access);
