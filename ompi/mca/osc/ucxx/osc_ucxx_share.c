@@ -204,23 +204,38 @@ static bool own_find(uint64_t lo, uint64_t hi, vma_t *ours)
     return false;
 }
 
-/* Copy [lo, hi) into the object (mapped at `tmp`) and put the object in its
- * place.  With `held`, other threads' writes wait meanwhile (see
+/* Copy `len` bytes between memory and offset `off` of file `fd`, by raw
+ * system calls: the kernel copies, so nothing the process intercepts
+ * (AddressSanitizer's checks, which would see freed heap chunks that share
+ * the pages, or memory hooks) runs, and nothing is written to the memory
+ * while writes are held. */
+static bool file_copy(int fd, void *mem, size_t len, off_t off, bool to_file)
+{
+    for (size_t done = 0; done < len;) {
+        long n = syscall(to_file ? SYS_pwrite64 : SYS_pread64, fd, (char *) mem + done, len - done,
+                         off + (off_t) done);
+        if (n <= 0) return false;
+        done += (size_t) n;
+    }
+    return true;
+}
+
+/* Copy [lo, lo + len) into the object and put the object in its place.
+ * With `held`, other threads' writes wait meanwhile (see
  * osc_ucxx_wprotect.c): then the replacing mmap is a raw system call, since
  * libc's is intercepted by memory hooks that may allocate, and libc's mmap
  * repeats it afterwards so that those hooks see the change.  MAP_FIXED
  * replaces the old pages in one step: no moment without memory there.  (Not
  * mremap: Open MPI's and UCX's memory hooks intercept it and drop its
  * variadic new address.) */
-static bool replace_pages(uint64_t lo, size_t len, int fd, void *tmp, int held)
+static bool replace_pages(uint64_t lo, size_t len, int fd, int held)
 {
     void *at = (void *) (uintptr_t) lo;
-    bool ok = true;
+    bool ok = file_copy(fd, at, len, 0, true);
 
-    memcpy(tmp, at, len);
     if (held >= 0) {
-        ok = (MAP_FAILED != (void *) syscall(SYS_mmap, at, len, PROT_READ | PROT_WRITE,
-                                             MAP_SHARED | MAP_FIXED, fd, 0));
+        ok = ok && MAP_FAILED != (void *) syscall(SYS_mmap, at, len, PROT_READ | PROT_WRITE,
+                                                  MAP_SHARED | MAP_FIXED, fd, 0);
         ompi_osc_ucxx_wp_end(held, lo, len);
     }
     return ok && MAP_FAILED != mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
@@ -231,7 +246,6 @@ static bool replace_pages(uint64_t lo, size_t len, int fd, void *tmp, int held)
 static bool move_pages(uint64_t lo, uint64_t hi, const char *name, bool must_hold)
 {
     size_t len = hi - lo;
-    void *tmp = MAP_FAILED;
     char path[sizeof(SHM_PREFIX) + 48];
     bool ok;
     int fd;
@@ -239,15 +253,10 @@ static bool move_pages(uint64_t lo, uint64_t hi, const char *name, bool must_hol
     snprintf(path, sizeof(path), SHM_PREFIX "%s", name);
     fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
     ok = (fd >= 0 && 0 == ftruncate(fd, (off_t) len));
-
-    if (ok) {
-        tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        ok = (MAP_FAILED != tmp);
-    }
     if (ok) {
         int held = ompi_osc_ucxx_wp_usable() ? ompi_osc_ucxx_wp_begin(lo, len) : -1;
-        ok = (held >= 0 || !must_hold) && replace_pages(lo, len, fd, tmp, held);
-        munmap(tmp, len);
+        /* replace_pages ends `held` whatever happens */
+        ok = (held >= 0 || !must_hold) && replace_pages(lo, len, fd, held);
     }
     if (fd >= 0) close(fd);
     if (!ok && fd >= 0) unlink(path);
@@ -273,17 +282,22 @@ static void fork_parent(void)
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
-static void privatize(uint64_t lo, uint64_t hi)
+/* Our mapping `vma` of an object becomes a private copy: read from the
+ * object itself (file_copy), then moved into place in one step. */
+static void privatize(const vma_t *vma)
 {
-    size_t len = hi - lo;
+    size_t len = vma->end - vma->start;
+    int fd = (int) syscall(SYS_openat, AT_FDCWD, vma->path, O_RDONLY | O_CLOEXEC);
     void *copy = (void *) syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (MAP_FAILED == copy) return;
-    memcpy(copy, (void *) (uintptr_t) lo, len);
-    if (MAP_FAILED == (void *) syscall(SYS_mremap, copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-                                       lo)) {
-        syscall(SYS_munmap, copy, len);
+
+    if (fd >= 0 && MAP_FAILED != copy && file_copy(fd, copy, len, (off_t) vma->offset, false) &&
+        MAP_FAILED != (void *) syscall(SYS_mremap, copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                       vma->start)) {
+        copy = MAP_FAILED;  /* it is the mapping now */
     }
+    if (MAP_FAILED != copy) syscall(SYS_munmap, copy, len);
+    if (fd >= 0) syscall(SYS_close, fd);
 }
 
 /* One pass over /proc/self/maps, read into a buffer on the stack: collect up
@@ -324,7 +338,7 @@ static void fork_child(void)
         snprintf(mine, sizeof(mine), SHM_PREFIX "%s/", own_dir);
         do {
             n = find_mine(mine, list, 32);
-            for (int i = 0; i < n; ++i) privatize(list[i].start, list[i].end);
+            for (int i = 0; i < n; ++i) privatize(&list[i]);
         } while (n == 32 && ++passes < 1000);
     }
     own_count = 0;  /* the objects are the parent's to remove */
