@@ -132,42 +132,6 @@ static void usage(const char *prog)
            prog);
 }
 
-static int parse_names(const char *s, const char **names, int n, int *out)
-{
-    char *copy = strdup(s), *tok, *save = NULL;
-    int ok = 1, any = 0;
-    if (!copy) return 0;
-    for (int i = 0; i < n; i++) out[i] = 0;
-    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int f = 0;
-        for (int i = 0; i < n; i++) {
-            if (!strcmp(tok, names[i])) { out[i] = 1; f = 1; any = 1; }
-        }
-        if (!f) ok = 0;
-    }
-    free(copy);
-    return ok && any;
-}
-
-static int parse_sizes(const char *s)
-{
-    char *copy = strdup(s), *tok, *save = NULL;
-    int ok = 1;
-    if (!copy) return 0;
-    O.nsizes = 0;
-    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        size_t v;
-        if (O.nsizes >= MAX_SIZES || bench_parse_size(tok, &v) || v == 0 ||
-            (O.nsizes && v <= O.sizes[O.nsizes - 1])) {
-            ok = 0;
-            break;
-        }
-        O.sizes[O.nsizes++] = v;
-    }
-    free(copy);
-    return ok && O.nsizes > 0;
-}
-
 /* Before MPI_Init: options, and the environment they imply.  Returns 0, 1
  * for -h, 2 for bad arguments. */
 static int parse_opts(int argc, char **argv)
@@ -188,8 +152,8 @@ static int parse_opts(int argc, char **argv)
     opterr = 0;
     while (-1 != (c = getopt(argc, argv, "o:w:d:l:m:M:f:z:i:x:T:c:h"))) {
         switch (c) {
-        case 'o': if (!parse_names(optarg, op_names, OP_COUNT, O.ops)) return 2; break;
-        case 'd': if (!parse_names(optarg, type_names, T_COUNT, O.types)) return 2; break;
+        case 'o': if (!bench_parse_names(optarg, op_names, OP_COUNT, O.ops)) return 2; break;
+        case 'd': if (!bench_parse_names(optarg, type_names, T_COUNT, O.types)) return 2; break;
         case 'w': {
             int f = -1;
             for (int i = 0; i < FLAVOR_COUNT; i++) {
@@ -210,7 +174,11 @@ static int parse_opts(int argc, char **argv)
             factor = strtoul(optarg, &end, 10);
             if (*end || factor < 2) return 2;
             break;
-        case 'z': if (!parse_sizes(optarg)) return 2; have_list = 1; break;
+        case 'z':
+            O.nsizes = bench_parse_sizes(optarg, O.sizes, MAX_SIZES);
+            if (O.nsizes <= 0) return 2;
+            have_list = 1;
+            break;
         case 'i': O.iters = atoi(optarg); if (O.iters < 1) return 2; break;
         case 'x': O.warmup = atoi(optarg); if (O.warmup < 0) return 2; break;
         case 'T':
@@ -224,16 +192,7 @@ static int parse_opts(int argc, char **argv)
     }
     if (optind != argc || min > max) return 2;
     if (strcmp(O.tls, "shm") && strcmp(O.tls, "tcp")) return 2;
-    if (!have_list) {
-        O.nsizes = 0;
-        for (size_t s = min; O.nsizes < MAX_SIZES; s *= factor) {
-            if (s >= max) {
-                O.sizes[O.nsizes++] = max;
-                break;
-            }
-            O.sizes[O.nsizes++] = s;
-        }
-    }
+    if (!have_list) O.nsizes = bench_size_range(min, max, factor, O.sizes, MAX_SIZES);
     if (!strcmp(O.tls, "tcp")) {
         setenv("UCX_TLS", "tcp,self", 1);
         setenv("OMPI_MCA_btl", "self,tcp", 1);

@@ -226,6 +226,54 @@ int bench_parse_list(const char *s, int *out, int max, int limit)
     return n;
 }
 
+int bench_parse_sizes(const char *s, size_t *out, int max)
+{
+    char *copy = strdup(s), *tok, *save = NULL;
+    int n = 0;
+    if (!copy) bench_die("out of memory");
+    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        size_t v;
+        if (n >= max || bench_parse_size(tok, &v) || v == 0 || (n && v <= out[n - 1])) {
+            n = -1;
+            break;
+        }
+        out[n++] = v;
+    }
+    free(copy);
+    return n;
+}
+
+int bench_size_range(size_t min, size_t max, unsigned long factor, size_t *out, int max_n)
+{
+    int n = 0;
+    if (factor < 2) factor = 2;
+    for (size_t s = min; n < max_n; s *= factor) {
+        if (s >= max) {
+            out[n++] = max;
+            break;
+        }
+        out[n++] = s;
+    }
+    return n;
+}
+
+int bench_parse_names(const char *s, const char *const *names, int n, int *out)
+{
+    char *copy = strdup(s), *tok, *save = NULL;
+    int ok = 1, any = 0;
+    if (!copy) return 0;
+    for (int i = 0; i < n; i++) out[i] = 0;
+    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int i = 0; i < n; i++) {
+            if (!strcmp(tok, names[i])) { out[i] = 1; found = 1; any = 1; }
+        }
+        if (!found) ok = 0;
+    }
+    free(copy);
+    return ok && any;
+}
+
 size_t bench_next_size(const bench_opts_t *o, size_t s)
 {
     if (s >= o->max_size) return 0;
@@ -359,6 +407,21 @@ void *bench_alloc(size_t size)
     }
     memset(p, 0, size);
     return p;
+}
+
+void bench_fill_pattern(void *buf, size_t n, unsigned seed)
+{
+    unsigned char *p = buf;
+    for (size_t i = 0; i < n; i++) p[i] = bench_pattern_byte(i, seed);
+}
+
+size_t bench_check_pattern(const void *buf, size_t n, unsigned seed)
+{
+    const unsigned char *p = buf;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != bench_pattern_byte(i, seed)) return i;
+    }
+    return (size_t) -1;
 }
 
 int bench_have_mpix(void)

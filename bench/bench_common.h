@@ -96,6 +96,20 @@ void bench_parse_args(int argc, char **argv, bench_opts_t *o,
 /* Parse "8", "64K", "4M", "1G" (binary units).  Returns 0 on success. */
 int bench_parse_size(const char *s, size_t *out);
 
+/* Parse a comma-separated list of increasing message sizes ("8,64,4K,1M";
+ * bench_parse_size units) into out (at most max entries).  Returns the
+ * count, or -1 on a bad, zero or non-increasing entry. */
+int bench_parse_sizes(const char *s, size_t *out, int max);
+
+/* The sizes min, min*factor, ... up to max (max itself always last) into out
+ * (at most max_n entries).  Returns the count. */
+int bench_size_range(size_t min, size_t max, unsigned long factor, size_t *out, int max_n);
+
+/* Parse a comma-separated list of names ("acc,gacc"): out[i] = 1 for every
+ * names[i] listed, 0 for the others.  Returns 1, or 0 when an entry is not
+ * one of the n names or the list is empty. */
+int bench_parse_names(const char *s, const char *const *names, int n, int *out);
+
 /* Next message size after `s` for the row loop: s*step, clamped so that
  * max_size itself is always the last row.  Returns 0 past the end. */
 size_t bench_next_size(const bench_opts_t *o, size_t s);
@@ -246,5 +260,16 @@ size_t bench_rss_bytes(void);
 
 /* malloc that aborts on failure; memory is page aligned and zeroed. */
 void *bench_alloc(size_t size);
+
+/* Value checks of the OSU-style programs: fill n bytes with a pattern that
+ * depends on `seed` and has no zero byte (a fresh, zeroed window that missed
+ * a put is seen), and find the first byte that differs from it: its offset,
+ * or (size_t) -1 when all n bytes match. */
+void bench_fill_pattern(void *buf, size_t n, unsigned seed);
+size_t bench_check_pattern(const void *buf, size_t n, unsigned seed);
+static inline unsigned char bench_pattern_byte(size_t i, unsigned seed)
+{
+    return (unsigned char) (1 + (i * 31u + (i >> 8) + seed * 97u) % 251u);
+}
 
 #endif /* OSC_UCXX_BENCH_COMMON_H */
