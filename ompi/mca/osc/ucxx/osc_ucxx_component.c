@@ -219,6 +219,15 @@ static int component_register(void)
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.am_exclusive_detect);
 
+    OSC_UCXX.early_start = true;
+    param("early_start",
+          "Bring UCX up (context and main worker, several milliseconds) in a thread of our "
+          "own during MPI_Init when osc/ucxx is selected explicitly (--mca osc ucxx) or by "
+          "priority, so that the first window does not wait for it; 0: the first window "
+          "does it (a program that never makes a window pays nothing)",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.early_start);
+
     OSC_UCXX.share_user = true;
     param("share_user_memory",
           "Move the pages of memory the application brings (MPI_Win_create, MPI_Win_attach, "
@@ -266,6 +275,25 @@ static int component_open(void)
     return OMPI_SUCCESS;
 }
 
+/* Will windows come to us: the osc selection names us (and is not an
+ * exclusion list), or our priority beats the stock components' (osc/rdma's
+ * 101)? */
+static bool windows_ours(void)
+{
+    int idx = mca_base_var_find("ompi", "osc", NULL, NULL);
+    char **value = NULL;
+
+    if (OSC_UCXX.priority > 101) return true;
+    if (idx < 0 || OPAL_SUCCESS != mca_base_var_get_value(idx, &value, NULL, NULL) ||
+        NULL == value || NULL == *value || '^' == (*value)[0]) {
+        return false;
+    }
+    for (const char *p = *value; NULL != (p = strstr(p, "ucxx")); p += 4) {
+        if ((p == *value || ',' == p[-1]) && (',' == p[4] || '\0' == p[4])) return true;
+    }
+    return false;
+}
+
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
 {
     OBJ_CONSTRUCT(&OSC_UCXX.lock, opal_mutex_t);
@@ -274,10 +302,15 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     OBJ_CONSTRUCT(&OSC_UCXX.requests, opal_free_list_t);
     opal_hash_table_init(&OSC_UCXX.peer_addrs, 256);
     opal_hash_table_init(&OSC_UCXX.windows, 64);
-    /* The UCX context and workers wait for the first window: a program that
-     * never uses RMA pays nothing. */
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
     OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
+    /* UCX takes milliseconds to come up (UCX 1.18 without pml/ucx: 20+).
+     * Where windows will be ours, a thread does it while MPI_Init goes on;
+     * otherwise the first window does (a program that never makes one, or
+     * whose windows go to another component, pays nothing). */
+    if (OSC_UCXX.early_start && windows_ours()) {
+        ompi_osc_ucxx_context_start();
+    }
     return OMPI_SUCCESS;
 }
 

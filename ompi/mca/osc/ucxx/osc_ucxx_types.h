@@ -89,6 +89,7 @@ typedef struct ompi_osc_ucxx_component_t {
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
+    bool early_start;         /* bring UCX up in a thread during MPI_Init */
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
     int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */

@@ -41,7 +41,7 @@ __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
  * (ompi_osc_ucxx_backoff). */
 static __thread int tls_idle = 0;
 
-static ompi_osc_ucxx_worker_t *worker_create(void);
+static ompi_osc_ucxx_worker_t *worker_create(ucp_worker_h made);
 
 /* Wait mode: sleep in the kernel until the main worker has an event or
  * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
@@ -220,23 +220,30 @@ int ompi_osc_ucxx_context_init(void)
     return rc;
 }
 
-static int context_init_locked(void)
+/* Worker thread mode follows the MPI thread level (and our own progress
+ * thread, which shares the main worker with the application). */
+static ucs_thread_mode_t thread_mode(void)
 {
+    int provided = ompi_mpi_thread_provided;
+
+    if (MPI_THREAD_MULTIPLE == provided || OSC_UCXX.progress_thread) {
+        return UCS_THREAD_MODE_MULTI;
+    }
+    return MPI_THREAD_SERIALIZED == provided ? UCS_THREAD_MODE_SERIALIZED
+                                             : UCS_THREAD_MODE_SINGLE;
+}
+
+/* The UCP context, and the main worker's UCP worker when `worker` is not
+ * NULL: what takes milliseconds (UCX's one-time initialisation, transports
+ * opened per worker).  Touches nothing else of ours but order_by_flush, so
+ * the early thread can run it (ompi_osc_ucxx_context_start). */
+static int ucx_start(ucp_context_h *context, ucp_worker_h *worker)
+{
+    ucp_worker_params_t wparams;
     ucp_params_t params;
     ucp_config_t *config;
     ucs_status_t status;
-    int provided = ompi_mpi_thread_provided;
-
-    OSC_UCXX.mt = OSC_UCXX.mt || opal_using_threads() || OSC_UCXX.progress_thread;
-
-    /* Worker thread mode follows the MPI thread level (and our own progress
-     * thread, which shares the main worker with the application). */
-    OSC_UCXX.thread_mode = UCS_THREAD_MODE_SINGLE;
-    if (MPI_THREAD_SERIALIZED == provided) {
-        OSC_UCXX.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-    } else if (MPI_THREAD_MULTIPLE == provided || OSC_UCXX.progress_thread) {
-        OSC_UCXX.thread_mode = UCS_THREAD_MODE_MULTI;
-    }
+    bool progress_wait = OSC_UCXX.progress_wait && OSC_UCXX.progress_thread;
 
     status = ucp_config_read("MPI", NULL, &config);
     if (UCS_OK != status) {
@@ -260,17 +267,77 @@ static int context_init_locked(void)
                         UCP_PARAM_FIELD_NAME;
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
                       UCP_FEATURE_AM;
-    OSC_UCXX.progress_wait = OSC_UCXX.progress_wait && OSC_UCXX.progress_thread;
-    if (OSC_UCXX.progress_wait) {
+    if (progress_wait) {
         params.features |= UCP_FEATURE_WAKEUP;
     }
-    params.mt_workers_shared = (UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode);
+    params.mt_workers_shared = (UCS_THREAD_MODE_MULTI == thread_mode());
     params.name = "osc_ucxx";
-    status = ucp_init(&params, config, &OSC_UCXX.context);
+    status = ucp_init(&params, config, context);
     ucp_config_release(config);
     if (UCS_OK != status) {
         opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_init",
                        ucs_status_string(status));
+        return OMPI_ERROR;
+    }
+    if (NULL == worker) return OMPI_SUCCESS;
+    memset(&wparams, 0, sizeof(wparams));
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = thread_mode();
+    status = ucp_worker_create(*context, &wparams, worker);
+    if (UCS_OK != status) {
+        *worker = NULL;  /* worker_create() tries again and reports it */
+    }
+    return OMPI_SUCCESS;
+}
+
+/* The early start: UCX brought up by a thread of ours during MPI_Init, so
+ * that the first window does not wait for it (see component_init). */
+static struct {
+    pthread_t tid;
+    bool started;
+    int rc;
+    ucp_context_h context;
+    ucp_worker_h worker;
+} early;
+
+static void *early_main(void *arg)
+{
+    (void) arg;
+    early.rc = ucx_start(&early.context, &early.worker);
+    return NULL;
+}
+
+void ompi_osc_ucxx_context_start(void)
+{
+    early.started = (0 == pthread_create(&early.tid, NULL, early_main, NULL));
+    OSC_UCXX_VERBOSE(10, "UCX %s", early.started ? "starting in the background"
+                                                 : "not started early (no thread)");
+}
+
+/* What the early thread made, once it is done; NULL context if none. */
+static void early_join(ucp_context_h *context, ucp_worker_h *worker)
+{
+    *context = NULL;
+    *worker = NULL;
+    if (!early.started) return;
+    pthread_join(early.tid, NULL);
+    early.started = false;
+    if (OMPI_SUCCESS == early.rc) {
+        *context = early.context;
+        *worker = early.worker;
+    }
+}
+
+static int context_init_locked(void)
+{
+    ucp_worker_h made = NULL;
+
+    OSC_UCXX.mt = OSC_UCXX.mt || opal_using_threads() || OSC_UCXX.progress_thread;
+    OSC_UCXX.thread_mode = thread_mode();
+    OSC_UCXX.progress_wait = OSC_UCXX.progress_wait && OSC_UCXX.progress_thread;
+    early_join(&OSC_UCXX.context, &made);
+    if (NULL == OSC_UCXX.context && OMPI_SUCCESS != ucx_start(&OSC_UCXX.context, NULL)) {
+        OSC_UCXX.context = NULL;
         return OMPI_ERROR;
     }
 
@@ -279,7 +346,7 @@ static int context_init_locked(void)
     }
     OSC_UCXX.tls_key_created = true;
 
-    OSC_UCXX.main_worker = worker_create();
+    OSC_UCXX.main_worker = worker_create(made);
     if (NULL == OSC_UCXX.main_worker) {
         return OMPI_ERROR;
     }
@@ -312,6 +379,13 @@ static int context_init_locked(void)
 
 void ompi_osc_ucxx_context_fini(void)
 {
+    if (early.started) {  /* started, and no window came */
+        ucp_context_h context;
+        ucp_worker_h worker;
+        early_join(&context, &worker);
+        if (NULL != worker) ucp_worker_destroy(worker);
+        if (NULL != context) ucp_cleanup(context);
+    }
     if (NULL == OSC_UCXX.context) {
         return;
     }
@@ -445,19 +519,23 @@ static int worker_publish(ompi_osc_ucxx_worker_t *worker)
     return OMPI_SUCCESS;
 }
 
-static ompi_osc_ucxx_worker_t *worker_create(void)
+/* A worker object around `made` (a UCP worker the early start created), or
+ * around a new UCP worker. */
+static ompi_osc_ucxx_worker_t *worker_create(ucp_worker_h made)
 {
     ucp_worker_params_t params;
     ompi_osc_ucxx_worker_t *worker = OBJ_NEW(ompi_osc_ucxx_worker_t);
-    ucs_status_t status;
+    ucs_status_t status = UCS_OK;
 
     if (NULL == worker) {
+        if (NULL != made) ucp_worker_destroy(made);
         return NULL;
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     params.thread_mode = OSC_UCXX.thread_mode;
-    status = ucp_worker_create(OSC_UCXX.context, &params, &worker->ucp);
+    worker->ucp = made;
+    if (NULL == made) status = ucp_worker_create(OSC_UCXX.context, &params, &worker->ucp);
     if (UCS_OK != status) {
         opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_worker_create",
                        ucs_status_string(status));
@@ -496,7 +574,7 @@ ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void)
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 
     if (NULL == worker) {
-        worker = worker_create();
+        worker = worker_create(NULL);
         if (NULL == worker) {
             return NULL;
         }
