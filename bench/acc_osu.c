@@ -136,10 +136,9 @@ static void usage(const char *prog)
  * for -h, 2 for bad arguments. */
 static int parse_opts(int argc, char **argv)
 {
-    size_t min = 1, max = 1u << 20;
-    unsigned long factor = 2;
-    int c, have_list = 0;
-    char *end;
+    bench_size_opts_t z = {.min = 1, .max = 1u << 20, .factor = 2, .sizes = O.sizes,
+                           .cap = MAX_SIZES, .cap_s = -1};
+    int c, taken;
 
     memset(&O, 0, sizeof(O));
     O.ops[OP_ACC] = 1;
@@ -151,48 +150,29 @@ static int parse_opts(int argc, char **argv)
     strcpy(O.tls, "shm");
     opterr = 0;
     while (-1 != (c = getopt(argc, argv, "o:w:d:l:m:M:f:z:i:x:T:c:h"))) {
+        if (0 != (taken = bench_size_opt(&z, c, optarg))) {
+            if (taken < 0) return 2;
+            continue;
+        }
         switch (c) {
         case 'o': if (!bench_parse_names(optarg, op_names, OP_COUNT, O.ops)) return 2; break;
         case 'd': if (!bench_parse_names(optarg, type_names, T_COUNT, O.types)) return 2; break;
-        case 'w': {
-            int f = -1;
-            for (int i = 0; i < FLAVOR_COUNT; i++) {
-                if (!strcmp(optarg, bench_flavor_names[i])) f = i;
-            }
-            if (f < 0) return 2;
-            O.flavor = (bench_flavor_t) f;
-            break;
-        }
+        case 'w': if (bench_parse_flavor(optarg, &O.flavor)) return 2; break;
         case 'l':
             if (!strcmp(optarg, "exclusive")) O.exclusive = 1;
             else if (!strcmp(optarg, "shared")) O.exclusive = 0;
             else return 2;
             break;
-        case 'm': if (bench_parse_size(optarg, &min) || min == 0) return 2; break;
-        case 'M': if (bench_parse_size(optarg, &max) || max == 0) return 2; break;
-        case 'f':
-            factor = strtoul(optarg, &end, 10);
-            if (*end || factor < 2) return 2;
-            break;
-        case 'z':
-            O.nsizes = bench_parse_sizes(optarg, O.sizes, MAX_SIZES);
-            if (O.nsizes <= 0) return 2;
-            have_list = 1;
-            break;
         case 'i': O.iters = atoi(optarg); if (O.iters < 1) return 2; break;
         case 'x': O.warmup = atoi(optarg); if (O.warmup < 0) return 2; break;
-        case 'T':
-            O.cap_s = strtod(optarg, &end);
-            if (*end || O.cap_s < 0) return 2;
-            break;
         case 'c': snprintf(O.tls, sizeof(O.tls), "%s", optarg); break;
         case 'h': return 1;
         default: return 2;
         }
     }
-    if (optind != argc || min > max) return 2;
+    if (optind != argc || (O.nsizes = bench_size_opts_done(&z)) <= 0) return 2;
+    if (z.cap_s >= 0) O.cap_s = z.cap_s;  /* -T given */
     if (strcmp(O.tls, "shm") && strcmp(O.tls, "tcp")) return 2;
-    if (!have_list) O.nsizes = bench_size_range(min, max, factor, O.sizes, MAX_SIZES);
     if (!strcmp(O.tls, "tcp")) {
         setenv("UCX_TLS", "tcp,self", 1);
         setenv("OMPI_MCA_btl", "self,tcp", 1);
@@ -265,23 +245,11 @@ static cell_t measure_rma(op_t op, type_t t, size_t size, int rank)
     bench_win_t w;
     size_t esz = (op == OP_FOP || op == OP_CAS) ? sizeof(int64_t) : type_size(t);
     MPI_Datatype dt = (op == OP_FOP || op == OP_CAS) ? MPI_INT64_T : mpi_type(t);
-    int count = (int) (size / esz), rc;
+    int count = (int) (size / esz);
     size_t bytes = (size_t) count * esz;
 
     if (count < 1) return c;
-    rc = bench_win_create(&w, bytes, O.flavor, MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING] = "";
-        int len = 0;
-        MPI_Error_string(rc, msg, &len);
-        if (!windows_made) {
-            bench_exit_na("cannot create a '%s' window with this osc component (%s)",
-                          bench_flavor_names[O.flavor], msg);
-        }
-        bench_die("creating a '%s' window of %zu bytes failed: %s",
-                  bench_flavor_names[O.flavor], bytes, msg);
-    }
-    windows_made = 1;
+    bench_win_create_fresh(&w, bytes, O.flavor, &windows_made);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         MPI_Win_lock(O.exclusive ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, 1, 0,
@@ -316,14 +284,7 @@ int main(int argc, char **argv)
     bench_init(&argc, &argv, MPI_THREAD_SINGLE);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    if (prc) {
-        if (rank == 0) {
-            if (prc == 2) fprintf(stderr, "acc_osu: bad arguments\n");
-            usage(argv[0]);
-        }
-        MPI_Finalize();
-        return prc == 1 ? 0 : 2;
-    }
+    bench_opts_checked(prc, "acc_osu", argv[0], usage);
     for (int op = 0; op < OP_REDUCE; op++) rma |= O.ops[op];
     if (rma && np != 2) bench_bad_arg("acc_osu: acc/gacc/fop/cas need exactly 2 ranks");
 

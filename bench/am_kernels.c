@@ -1124,14 +1124,7 @@ int main(int argc, char **argv)
     bench_init(&argc, &argv, MPI_THREAD_SINGLE);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    if (prc) {
-        if (rank == 0) {
-            if (prc == 2) fprintf(stderr, "am_kernels: bad arguments\n");
-            usage(argv[0]);
-        }
-        MPI_Finalize();
-        return prc == 1 ? 0 : 2;
-    }
+    bench_opts_checked(prc, "am_kernels", argv[0], usage);
     if (np < 2) bench_bad_arg("am_kernels needs at least 2 ranks");
     if (strcmp(O.what, "b9") && np != 2) bench_bad_arg("-o %s needs exactly 2 ranks", O.what);
 

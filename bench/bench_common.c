@@ -93,7 +93,7 @@ static int parse_int(const char *s, int *out)
     return 0;
 }
 
-static int lookup(const char *s, const char **names, int n)
+int bench_name_index(const char *s, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++) {
         if (0 == strcasecmp(s, names[i])) return i;
@@ -153,12 +153,12 @@ void bench_parse_args(int argc, char **argv, bench_opts_t *o,
             snprintf(o->op, sizeof(o->op), "%s", optarg);
             break;
         case 'w': {
-            int f = lookup(optarg, bench_flavor_names, FLAVOR_COUNT);
+            int f = bench_name_index(optarg, bench_flavor_names, FLAVOR_COUNT);
             if (f < 0) bad = 1; else o->flavor = (bench_flavor_t) f;
             break;
         }
         case 's': {
-            int s = lookup(optarg, bench_sync_names, SYNC_COUNT);
+            int s = bench_name_index(optarg, bench_sync_names, SYNC_COUNT);
             if (s < 0) bad = 1; else o->sync = (bench_sync_t) s;
             break;
         }
@@ -255,6 +255,74 @@ int bench_size_range(size_t min, size_t max, unsigned long factor, size_t *out, 
         out[n++] = s;
     }
     return n;
+}
+
+void bench_win_create_fresh(bench_win_t *w, size_t bytes, bench_flavor_t flavor, int *made)
+{
+    int rc = bench_win_create(w, bytes, flavor, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        if (!*made) {
+            bench_exit_na("cannot create a '%s' window with this osc component (%s)",
+                          bench_flavor_names[flavor], msg);
+        }
+        bench_die("creating a '%s' window of %zu bytes failed: %s", bench_flavor_names[flavor],
+                  bytes, msg);
+    }
+    *made = 1;
+}
+
+int bench_parse_flavor(const char *s, bench_flavor_t *out)
+{
+    int f = bench_name_index(s, bench_flavor_names, FLAVOR_COUNT);
+    if (f < 0) return -1;
+    *out = (bench_flavor_t) f;
+    return 0;
+}
+
+int bench_size_opt(bench_size_opts_t *z, int c, const char *arg)
+{
+    char *end;
+    switch (c) {
+    case 'm': return (bench_parse_size(arg, &z->min) || z->min == 0) ? -1 : 1;
+    case 'M': return (bench_parse_size(arg, &z->max) || z->max == 0) ? -1 : 1;
+    case 'f':
+        z->factor = strtoul(arg, &end, 10);
+        return (*end || z->factor < 2) ? -1 : 1;
+    case 'z':
+        z->n = bench_parse_sizes(arg, z->sizes, z->cap);
+        z->have_list = 1;
+        return z->n <= 0 ? -1 : 1;
+    case 'T':
+        z->cap_s = strtod(arg, &end);
+        return (*end || z->cap_s < 0) ? -1 : 1;
+    default: return 0;
+    }
+}
+
+int bench_size_opts_done(bench_size_opts_t *z)
+{
+    if (z->min > z->max) return -1;
+    if (!z->have_list) z->n = bench_size_range(z->min, z->max, z->factor, z->sizes, z->cap);
+    return z->n;
+}
+
+/* After MPI_Init: what a program's own option parser returned (0 fine,
+ * 1 -h, 2 bad arguments); for 1 and 2 rank 0 prints the usage and the
+ * process ends (status 0 or 2). */
+void bench_opts_checked(int prc, const char *prog, const char *argv0, void (*usage)(const char *))
+{
+    int rank;
+    if (!prc) return;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        if (prc == 2) fprintf(stderr, "%s: bad arguments\n", prog);
+        usage(argv0);
+    }
+    MPI_Finalize();
+    exit(prc == 1 ? 0 : 2);
 }
 
 int bench_parse_names(const char *s, const char *const *names, int n, int *out)

@@ -109,6 +109,27 @@ int bench_size_range(size_t min, size_t max, unsigned long factor, size_t *out, 
  * names[i] listed, 0 for the others.  Returns 1, or 0 when an entry is not
  * one of the n names or the list is empty. */
 int bench_parse_names(const char *s, const char *const *names, int n, int *out);
+/* The size options of programs with their own parsers: -m MIN, -M MAX,
+ * -f FACTOR (a range), -z LIST (sizes, which win), and -T SECONDS (a time
+ * cap).  Set min, max, factor, sizes, cap (capacity) and cap_s first. */
+typedef struct {
+    size_t min, max;
+    unsigned long factor;
+    size_t *sizes;
+    int cap, n, have_list;
+    double cap_s;
+} bench_size_opts_t;
+/* -w FLAVOR: 0, or -1 for an unknown name. */
+int bench_parse_flavor(const char *s, bench_flavor_t *out);
+/* 1: option c taken, 0: not one of these, -1: bad value. */
+int bench_size_opt(bench_size_opts_t *z, int c, const char *arg);
+/* After the options: the number of sizes in z->sizes, or <= 0 when bad. */
+int bench_size_opts_done(bench_size_opts_t *z);
+/* Index of `s` in names[0..n) (case-insensitive), or -1. */
+int bench_name_index(const char *s, const char *const *names, int n);
+/* After bench_init: ends the process when the option parser returned 1 (-h)
+ * or 2 (bad arguments), rank 0 printing usage(argv0) first. */
+void bench_opts_checked(int prc, const char *prog, const char *argv0, void (*usage)(const char *));
 
 /* Next message size after `s` for the row loop: s*step, clamped so that
  * max_size itself is always the last row.  Returns 0 past the end. */
@@ -190,6 +211,10 @@ int bench_win_create_info(bench_win_t *w, size_t size, bench_flavor_t flavor, MP
 
 /* Like bench_win_create but exits with "n/a" on failure. */
 void bench_win_create_or_na(bench_win_t *w, size_t size, bench_flavor_t flavor, MPI_Comm comm);
+/* A fresh window per size (the OSU pattern) on MPI_COMM_WORLD: when the
+ * first one (*made still 0) cannot be made the flavor is n/a here (exit 77),
+ * a later failure is fatal. */
+void bench_win_create_fresh(bench_win_t *w, size_t bytes, bench_flavor_t flavor, int *made);
 
 /* Collective: free the window; returns the seconds spent in MPI (detach+free;
  * for memhandle: free, barrier, release, parent free). */

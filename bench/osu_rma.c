@@ -147,10 +147,9 @@ static void usage(const char *prog)
 /* Before MPI_Init.  Returns 0, 1 for -h, 2 for bad arguments. */
 static int parse_opts(int argc, char **argv)
 {
-    size_t min = 1, max = 4u << 20;
-    unsigned long factor = 2;
-    int c, have_list = 0;
-    char *end;
+    bench_size_opts_t z = {.min = 1, .max = 4u << 20, .factor = 2, .sizes = O.sizes,
+                           .cap = MAX_SIZES, .cap_s = -1};
+    int c, taken;
 
     memset(&O, 0, sizeof(O));
     O.ops[OP_PUT_LAT] = 1;
@@ -161,52 +160,30 @@ static int parse_opts(int argc, char **argv)
     O.window = 64;
     opterr = 0;
     while (-1 != (c = getopt(argc, argv, "o:w:s:m:M:f:z:i:I:x:X:W:T:h"))) {
+        if (0 != (taken = bench_size_opt(&z, c, optarg))) {
+            if (taken < 0) return 2;
+            continue;
+        }
         switch (c) {
         case 'o': if (!bench_parse_names(optarg, op_names, OP_COUNT, O.ops)) return 2; break;
-        case 'w': {
-            int f = -1;
-            for (int i = 0; i < FLAVOR_COUNT; i++) {
-                if (!strcmp(optarg, bench_flavor_names[i])) f = i;
-            }
-            if (f < 0) return 2;
-            O.flavor = (bench_flavor_t) f;
-            break;
-        }
+        case 'w': if (bench_parse_flavor(optarg, &O.flavor)) return 2; break;
         case 's': {
-            int s = -1;
-            for (int i = 0; i < SYNC_COUNT; i++) {
-                if (!strcmp(optarg, bench_sync_names[i])) s = i;
-            }
+            int s = bench_name_index(optarg, bench_sync_names, SYNC_COUNT);
             if (s < 0) return 2;
             O.sync = (bench_sync_t) s;
             break;
         }
-        case 'm': if (bench_parse_size(optarg, &min) || min == 0) return 2; break;
-        case 'M': if (bench_parse_size(optarg, &max) || max == 0) return 2; break;
-        case 'f':
-            factor = strtoul(optarg, &end, 10);
-            if (*end || factor < 2) return 2;
-            break;
-        case 'z':
-            O.nsizes = bench_parse_sizes(optarg, O.sizes, MAX_SIZES);
-            if (O.nsizes <= 0) return 2;
-            have_list = 1;
-            break;
         case 'i': O.iters = atoi(optarg); if (O.iters < 1) return 2; break;
         case 'I': O.iters_large = atoi(optarg); if (O.iters_large < 1) return 2; break;
         case 'x': O.skip = atoi(optarg); if (O.skip < 0) return 2; break;
         case 'X': O.skip_large = atoi(optarg); if (O.skip_large < 0) return 2; break;
         case 'W': O.window = atoi(optarg); if (O.window < 1) return 2; break;
-        case 'T':
-            O.cap_s = strtod(optarg, &end);
-            if (*end || O.cap_s < 0) return 2;
-            break;
         case 'h': return 1;
         default: return 2;
         }
     }
-    if (optind != argc || min > max) return 2;
-    if (!have_list) O.nsizes = bench_size_range(min, max, factor, O.sizes, MAX_SIZES);
+    if (optind != argc || (O.nsizes = bench_size_opts_done(&z)) <= 0) return 2;
+    if (z.cap_s >= 0) O.cap_s = z.cap_s;  /* -T given */
     return 0;
 }
 
@@ -406,7 +383,7 @@ static cell_t measure(op_t op, size_t size, int rank)
     cell_t r = { 0, 0, 0, 0, 0 };
     cell_ctx_t c;
     bench_win_t w;
-    int active = bench_sync_is_active(O.sync), rc, n, ok;
+    int active = bench_sync_is_active(O.sync), n, ok;
     int skip = skip_for(op, size), loop = loop_for(op, size);
     /* both ranks are origins: the ping-pong latency tests under fence /
      * PSCW and bibw */
@@ -422,19 +399,7 @@ static cell_t measure(op_t op, size_t size, int rank)
     c.peer_group = MPI_GROUP_NULL;
     bytes = size * (size_t) c.nops;
 
-    rc = bench_win_create(&w, bytes, O.flavor, MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING] = "";
-        int len = 0;
-        MPI_Error_string(rc, msg, &len);
-        if (!windows_made) {
-            bench_exit_na("cannot create a '%s' window with this osc component (%s)",
-                          bench_flavor_names[O.flavor], msg);
-        }
-        bench_die("creating a '%s' window of %zu bytes failed: %s",
-                  bench_flavor_names[O.flavor], bytes, msg);
-    }
-    windows_made = 1;
+    bench_win_create_fresh(&w, bytes, O.flavor, &windows_made);
     c.w = &w;
     c.buf = bench_alloc(bytes);          /* page-aligned, exactly `bytes`, zeroed */
     if (is_get(op)) {
@@ -505,14 +470,7 @@ int main(int argc, char **argv)
     bench_init(&argc, &argv, MPI_THREAD_SINGLE);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    if (prc) {
-        if (rank == 0) {
-            if (prc == 2) fprintf(stderr, "osu_rma: bad arguments\n");
-            usage(argv[0]);
-        }
-        MPI_Finalize();
-        return prc == 1 ? 0 : 2;
-    }
+    bench_opts_checked(prc, "osu_rma", argv[0], usage);
     if (np != 2) bench_bad_arg("osu_rma: needs exactly 2 ranks");
 
     for (int op = 0; op < OP_COUNT; op++) {

@@ -128,15 +128,9 @@ static int parse_opts(int argc, char **argv)
         case 'k': if (!bench_parse_names(optarg, kind_names, K_COUNT, O.kinds)) return 2; break;
         case 't': tlist = optarg; break;
         case 'm': if (bench_parse_size(optarg, &O.size) || O.size == 0) return 2; break;
-        case 'w': {
-            int f = -1;
-            for (int i = 0; i < FLAVOR_COUNT; i++) {
-                if (!strcmp(optarg, bench_flavor_names[i])) f = i;
-            }
-            if (f < 0 || f == FLAVOR_MEMHANDLE) return 2;
-            O.flavor = (bench_flavor_t) f;
+        case 'w':
+            if (bench_parse_flavor(optarg, &O.flavor) || O.flavor == FLAVOR_MEMHANDLE) return 2;
             break;
-        }
         case 'i': O.ops = atoi(optarg); if (O.ops < 1) return 2; break;
         case 'r': O.epochs = atoi(optarg); if (O.epochs < 1) return 2; break;
         case 'x': O.warm_epochs = atoi(optarg); if (O.warm_epochs < 0) return 2; break;
@@ -360,14 +354,7 @@ int main(int argc, char **argv)
     bench_init(&argc, &argv, MPI_THREAD_MULTIPLE);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    if (prc) {
-        if (rank == 0) {
-            if (prc == 2) fprintf(stderr, "rmamt: bad arguments\n");
-            usage(argv[0]);
-        }
-        MPI_Finalize();
-        return prc == 1 ? 0 : 2;
-    }
+    bench_opts_checked(prc, "rmamt", argv[0], usage);
     if (np != 2) bench_bad_arg("rmamt: needs exactly 2 ranks");
 
     rc = bench_win_create(&w, (size_t) O.maxt * O.size, O.flavor, MPI_COMM_WORLD);

@@ -221,10 +221,10 @@ static int component_register(void)
 
     OSC_UCXX.early_start = true;
     param("early_start",
-          "Bring UCX up (context and main worker, several milliseconds) in a thread of our "
-          "own during MPI_Init when osc/ucxx is selected explicitly (--mca osc ucxx) or by "
-          "priority, so that the first window does not wait for it; 0: the first window "
-          "does it (a program that never makes a window pays nothing)",
+          "Bring UCX up during MPI_Init (the context on the calling thread, the main worker, "
+          "most of the time, in a thread of our own) when osc/ucxx is selected explicitly "
+          "(--mca osc ucxx) or by priority, so that the first window does not wait for it; "
+          "0: the first window does it (a program that never makes a window pays nothing)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.early_start);
 
@@ -305,7 +305,8 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
     OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
     /* UCX takes milliseconds to come up (UCX 1.18 without pml/ucx: 20+).
-     * Where windows will be ours, a thread does it while MPI_Init goes on;
+     * Where windows will be ours, it starts now and the main worker is made
+     * by a thread while MPI_Init goes on (ompi_osc_ucxx_context_start);
      * otherwise the first window does (a program that never makes one, or
      * whose windows go to another component, pays nothing). */
     if (OSC_UCXX.early_start && windows_ours()) {

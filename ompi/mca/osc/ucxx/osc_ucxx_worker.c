@@ -233,13 +233,13 @@ static ucs_thread_mode_t thread_mode(void)
                                              : UCS_THREAD_MODE_SINGLE;
 }
 
-/* The UCP context, and the main worker's UCP worker when `worker` is not
- * NULL: what takes milliseconds (UCX's one-time initialisation, transports
- * opened per worker).  Touches nothing else of ours but order_by_flush, so
- * the early thread can run it (ompi_osc_ucxx_context_start). */
-static int ucx_start(ucp_context_h *context, ucp_worker_h *worker)
+/* The UCP context.  Only on a thread that may own the heap's break: UCX's
+ * memory hooks test themselves with sbrk(+page), sbrk(-page) the first time
+ * (ucm_fire_mmap_events), which corrupts malloc's main arena when another
+ * thread moves the break meanwhile ("break adjusted to free malloc space",
+ * seen once in CI while this ran in a thread of ours). */
+static int ucx_context_create(ucp_context_h *context)
 {
-    ucp_worker_params_t wparams;
     ucp_params_t params;
     ucp_config_t *config;
     ucs_status_t status;
@@ -279,19 +279,13 @@ static int ucx_start(ucp_context_h *context, ucp_worker_h *worker)
                        ucs_status_string(status));
         return OMPI_ERROR;
     }
-    if (NULL == worker) return OMPI_SUCCESS;
-    memset(&wparams, 0, sizeof(wparams));
-    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = thread_mode();
-    status = ucp_worker_create(*context, &wparams, worker);
-    if (UCS_OK != status) {
-        *worker = NULL;  /* worker_create() tries again and reports it */
-    }
     return OMPI_SUCCESS;
 }
 
-/* The early start: UCX brought up by a thread of ours during MPI_Init, so
- * that the first window does not wait for it (see component_init). */
+/* The early start (see component_init): during MPI_Init the UCP context is
+ * made on the calling thread, and the main worker's UCP worker (transports
+ * opened: most of the time) by a thread of ours, so that the first window
+ * does not wait for either. */
 static struct {
     pthread_t tid;
     bool started;
@@ -302,16 +296,31 @@ static struct {
 
 static void *early_main(void *arg)
 {
+    ucp_worker_params_t params;
+
     (void) arg;
-    early.rc = ucx_start(&early.context, &early.worker);
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    params.thread_mode = thread_mode();
+    if (UCS_OK != ucp_worker_create(early.context, &params, &early.worker)) {
+        early.worker = NULL;  /* worker_create() tries again and reports it */
+    }
     return NULL;
 }
 
 void ompi_osc_ucxx_context_start(void)
 {
+    early.rc = ucx_context_create(&early.context);
+    if (OMPI_SUCCESS != early.rc) {
+        return;  /* the first window tries again and reports it */
+    }
     early.started = (0 == pthread_create(&early.tid, NULL, early_main, NULL));
-    OSC_UCXX_VERBOSE(10, "UCX %s", early.started ? "starting in the background"
-                                                 : "not started early (no thread)");
+    if (!early.started) {
+        ucp_cleanup(early.context);
+        early.context = NULL;
+    }
+    OSC_UCXX_VERBOSE(10, "UCX context made%s", early.started ? ", main worker in the background"
+                                                           : "; no thread, made at the first window");
 }
 
 /* What the early thread made, once it is done; NULL context if none. */
@@ -336,7 +345,7 @@ static int context_init_locked(void)
     OSC_UCXX.thread_mode = thread_mode();
     OSC_UCXX.progress_wait = OSC_UCXX.progress_wait && OSC_UCXX.progress_thread;
     early_join(&OSC_UCXX.context, &made);
-    if (NULL == OSC_UCXX.context && OMPI_SUCCESS != ucx_start(&OSC_UCXX.context, NULL)) {
+    if (NULL == OSC_UCXX.context && OMPI_SUCCESS != ucx_context_create(&OSC_UCXX.context)) {
         OSC_UCXX.context = NULL;
         return OMPI_ERROR;
     }
@@ -681,17 +690,22 @@ int ompi_osc_ucxx_progress(void)
         count += ucp_worker_progress(self->ucp);
     }
     int n = OSC_UCXX.num_workers;
+    bool ours = OSC_UCXX.main_worker->pending > 0 || (NULL != self && self->pending > 0);
     opal_atomic_rmb();  /* the array read next holds at least n workers */
     ompi_osc_ucxx_worker_t **workers = OSC_UCXX.workers;
     for (int i = 1; i < n; ++i) {
         ompi_osc_ucxx_worker_t *w = workers[i];
         if (w->pending > 0 && w != self) {
             count += ompi_osc_ucxx_worker_progress_shared(w);
+            ours = true;
         }
     }
-    if (UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode) {
-        /* threads may outnumber cores; processes are Open MPI's business
-         * (mpi_yield_when_idle) */
+    if (ours && UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode) {
+        /* Threads waiting for request-based operations of ours (MPI_Wait
+         * spins here) may outnumber cores.  Any other wait is Open MPI's
+         * (a barrier, a receive, the barrier of a fence: yielding in every
+         * poll made fences 3-10x slower) and so is oversubscription by
+         * processes (mpi_yield_when_idle). */
         ompi_osc_ucxx_backoff(&tls_idle, count);
     }
     return count;
