@@ -22,6 +22,31 @@
 static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint64_t remote,
                        size_t len, ompi_osc_ucxx_request_t *req);
 
+/* A copy to or from mapped memory.  Past a size that depends on the cache
+ * (here above 512 KiB) glibc's memcpy switches to non-temporal stores, which
+ * go to DRAM: copying 1 MiB in 256 KiB pieces takes 14.7 us on this machine
+ * against 17.4 us in one call (2 MiB: 31 vs 37, 16 MiB: 360 vs 456), and it
+ * is what osc/sm's datatype engine does anyway.  Smaller copies stay one
+ * call. */
+#define OSC_UCXX_COPY_PIECE (256 * 1024)
+
+static void copy_in_pieces(char *dst, const char *src, size_t len)
+{
+    for (size_t done = 0; done < len; done += OSC_UCXX_COPY_PIECE) {
+        size_t n = len - done < OSC_UCXX_COPY_PIECE ? len - done : OSC_UCXX_COPY_PIECE;
+        memcpy(dst + done, src + done, n);
+    }
+}
+
+static inline void copy_mapped(void *dst, const void *src, size_t len)
+{
+    if (OPAL_LIKELY(len <= OSC_UCXX_COPY_PIECE)) {
+        memcpy(dst, src, len);
+    } else {
+        copy_in_pieces(dst, src, len);
+    }
+}
+
 /* One contiguous transfer. */
 static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote,
                        size_t len, ompi_osc_ucxx_request_t *req)
@@ -33,9 +58,9 @@ static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint
     if (OPAL_LIKELY(t->path.mapped)) {
         char *p = (char *) (uintptr_t) (remote + t->path.delta);
         if (is_put) {
-            memcpy(p, local, len);
+            copy_mapped(p, local, len);
         } else {
-            memcpy(local, p, len);
+            copy_mapped(local, p, len);
         }
         return OMPI_SUCCESS;
     }
