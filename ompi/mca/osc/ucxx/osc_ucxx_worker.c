@@ -319,7 +319,8 @@ void ompi_osc_ucxx_context_start(void)
         ucp_cleanup(early.context);
         early.context = NULL;
     }
-    OSC_UCXX_VERBOSE(10, "UCX context made%s", early.started ? ", main worker in the background"
+    OSC_UCXX_VERBOSE(10, "UCX context made (thread mode %d)%s", (int) thread_mode(),
+                     early.started ? ", main worker in the background"
                                                            : "; no thread, made at the first window");
 }
 
@@ -690,23 +691,28 @@ int ompi_osc_ucxx_progress(void)
         count += ucp_worker_progress(self->ucp);
     }
     int n = OSC_UCXX.num_workers;
-    bool ours = OSC_UCXX.main_worker->pending > 0 || (NULL != self && self->pending > 0);
     opal_atomic_rmb();  /* the array read next holds at least n workers */
     ompi_osc_ucxx_worker_t **workers = OSC_UCXX.workers;
     for (int i = 1; i < n; ++i) {
         ompi_osc_ucxx_worker_t *w = workers[i];
         if (w->pending > 0 && w != self) {
             count += ompi_osc_ucxx_worker_progress_shared(w);
-            ours = true;
         }
     }
-    if (ours && UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode) {
-        /* Threads waiting for request-based operations of ours (MPI_Wait
-         * spins here) may outnumber cores.  Any other wait is Open MPI's
-         * (a barrier, a receive, the barrier of a fence: yielding in every
-         * poll made fences 3-10x slower) and so is oversubscription by
-         * processes (mpi_yield_when_idle). */
-        ompi_osc_ucxx_backoff(&tls_idle, count);
+    if (UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode) {
+        /* Threads may outnumber cores (processes are Open MPI's business:
+         * mpi_yield_when_idle), so a long idle spin here gives the core
+         * away, but once per osc_ucxx_yield_after idle polls, not in every
+         * poll after them as our own wait loops do: this count spans every
+         * wait of the thread, Open MPI's too, and yielding in each poll of
+         * a short one (the barrier of a fence) made fences 3-10x slower
+         * under MPI_THREAD_MULTIPLE. */
+        if (count > 0) {
+            tls_idle = 0;
+        } else if (OSC_UCXX.yield_after > 0 && ++tls_idle >= OSC_UCXX.yield_after) {
+            tls_idle = 0;
+            sched_yield();
+        }
     }
     return count;
 }
