@@ -40,6 +40,15 @@ static void copy_in_pieces(char *dst, const char *src, size_t len)
 
 static inline void copy_mapped(void *dst, const void *src, size_t len)
 {
+    /* the sizes of single elements: one load and one store, not a call */
+    switch (len) {
+    case 8: memcpy(dst, src, 8); return;
+    case 4: memcpy(dst, src, 4); return;
+    case 16: memcpy(dst, src, 16); return;
+    case 1: memcpy(dst, src, 1); return;
+    case 2: memcpy(dst, src, 2); return;
+    default: break;
+    }
     if (OPAL_LIKELY(len <= OSC_UCXX_COPY_PIECE)) {
         memcpy(dst, src, len);
     } else {

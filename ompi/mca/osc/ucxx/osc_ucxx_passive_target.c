@@ -185,11 +185,41 @@ static ompi_osc_ucxx_worker_t *flush_scope(ompi_osc_ucxx_view_t *view)
 
 /* A flush is valid only inside a passive-target epoch on that target
  * (target -1: every target). */
+/* Nothing to wait for on `target`: no UCX operation of any worker (or of
+ * `only`) since its last flush, no accumulate message unacknowledged, no
+ * error to report, nobody to serve, no AM grant to give back.  Then the
+ * flush is the barrier alone, as on osc/sm: the common case on a node, where
+ * puts and gets are loads and stores (8 B put + flush in a loop: 28 ns with
+ * the whole flush_module, 17 ns so; osc/sm 13 ns). */
+static bool flush_quiet(ompi_osc_ucxx_module_t *module, int target,
+                        ompi_osc_ucxx_worker_t *only)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+    int rows = tab->used;
+
+    if (module->am_outstanding > 0 || OMPI_SUCCESS != module->am_error ||
+        (module->serve && (module->serve_always || 0 != module->state->serve.value)) ||
+        (NULL != module->uam && module->am_interleave)) {
+        return false;
+    }
+    opal_atomic_rmb();  /* rows below `used` were stored before it */
+    for (int w = 0; w < rows; ++w) {
+        ompi_osc_ucxx_lrow_t *r = tab->rows[w];
+        if (NULL == r || (NULL != only && w != only->index)) continue;
+        if (r->links[target].issued != r->links[target].flushed) return false;
+    }
+    return true;
+}
+
 static int flush_targets(ompi_osc_ucxx_view_t *view, int target)
 {
     OSC_UCXX_NOT_IN_HANDLER();
     if (!ompi_osc_ucxx_epoch_passive(view->core, target)) {
         return OMPI_ERR_RMA_SYNC;
+    }
+    if (target >= 0 && flush_quiet(view->core, target, flush_scope(view))) {
+        opal_atomic_mb();  /* stores through mappings are complete once visible */
+        return OMPI_SUCCESS;
     }
     int rc = ompi_osc_ucxx_flush_module(view->core, target, flush_scope(view));
     ompi_osc_ucxx_uam_sync(view->core, target, false);
