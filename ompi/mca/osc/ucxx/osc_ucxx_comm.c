@@ -56,27 +56,17 @@ static inline void copy_mapped(void *dst, const void *src, size_t len)
     }
 }
 
-/* One contiguous transfer. */
-static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote,
-                       size_t len, ompi_osc_ucxx_request_t *req)
+/* One contiguous transfer through UCX: link + rkey. */
+static int xfer_ucx(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote,
+                    size_t len, ompi_osc_ucxx_request_t *req)
 {
     ompi_osc_ucxx_link_t *link = t->path.link;
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
-    if (OPAL_LIKELY(t->path.mapped)) {
-        char *p = (char *) (uintptr_t) (remote + t->path.delta);
-        if (is_put) {
-            copy_mapped(p, local, len);
-        } else {
-            copy_mapped(local, p, len);
-        }
-        return OMPI_SUCCESS;
-    }
     if (OPAL_UNLIKELY(t->path.split)) {
         return xfer_across(t, is_put, local, remote, len, req);
     }
-
     param.op_attr_mask = 0;
     if (NULL != req) {
         param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -98,6 +88,23 @@ static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint
         ucp_request_free(sp);                /* a flush completes it */
     }
     return OMPI_SUCCESS;
+}
+
+/* One contiguous transfer: a copy where the target's memory is mapped (inline:
+ * the common case on a node), else through UCX. */
+static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote,
+                       size_t len, ompi_osc_ucxx_request_t *req)
+{
+    if (OPAL_LIKELY(t->path.mapped)) {
+        char *p = (char *) (uintptr_t) (remote + t->path.delta);
+        if (is_put) {
+            copy_mapped(p, local, len);
+        } else {
+            copy_mapped(local, p, len);
+        }
+        return OMPI_SUCCESS;
+    }
+    return xfer_ucx(t, is_put, local, remote, len, req);
 }
 
 /* Dynamic windows: a transfer over regions attached back to back, one

@@ -17,6 +17,8 @@
 #ifndef OMPI_OSC_UCXX_OP_H
 #define OMPI_OSC_UCXX_OP_H
 
+#include "ompi/datatype/ompi_datatype.h"
+
 #include "osc_ucxx_epoch.h"
 
 BEGIN_C_DECLS
@@ -29,10 +31,44 @@ static inline int ompi_osc_ucxx_proc_null(ompi_osc_ucxx_view_t *view)
     return ompi_osc_ucxx_epoch_any(view->core) ? OMPI_SUCCESS : OMPI_ERR_RMA_SYNC;
 }
 
-/* Step 3 (osc_ucxx_target.c): sets t->remote, t->lo, t->hi.  An access of
- * no bytes is in range wherever it points. */
-int ompi_osc_ucxx_target_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
-                               struct ompi_datatype_t *dt);
+/* Step 3: sets t->remote, t->lo, t->hi.  An access of no bytes is in range
+ * wherever it points. */
+/* Is [disp, disp + count elements of dt) inside the target's window?  Sets
+ * the remote address of displacement `disp` and the remote bytes the access
+ * touches, [lo, hi).  Dynamic windows are checked against the attached
+ * regions when the path is resolved.  Inline: every operation runs it. */
+static inline int ompi_osc_ucxx_window_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp,
+                                            int count, struct ompi_datatype_t *dt)
+{
+    ompi_osc_ucxx_peer_t *peer = t->peer;
+    ptrdiff_t lb, extent, true_lb, true_extent, first, end, offset;
+
+    offset = disp * (ptrdiff_t) peer->disp_unit;
+    t->remote = peer->base + offset;
+    t->lo = t->hi = t->remote;
+    if (0 == count || 0 == dt->super.size) {
+        return OMPI_SUCCESS;   /* moves nothing: MPI makes it a no-op */
+    }
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
+    first = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
+    end = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
+    t->lo = peer->base + first;
+    t->hi = peer->base + end;
+    if (MPI_WIN_FLAVOR_DYNAMIC == t->module->flavor) {
+        return OMPI_SUCCESS;
+    }
+    if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) peer->size)) {
+        OSC_UCXX_VERBOSE(20, "window %u: access [%td, %td) outside rank %d's %" PRIu64
+                         " bytes", t->module->cid, first, end, t->rank, peer->size);
+        return OMPI_ERR_RMA_RANGE;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* ... through a memory-handle view (osc_ucxx_target.c). */
+int ompi_osc_ucxx_memhandle_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
+                                  struct ompi_datatype_t *dt);
 
 static inline int ompi_osc_ucxx_op_begin(ompi_osc_ucxx_view_t *view, int rank, ptrdiff_t disp,
                                          int count, struct ompi_datatype_t *dt,
@@ -53,7 +89,10 @@ static inline int ompi_osc_ucxx_op_begin(ompi_osc_ucxx_view_t *view, int rank, p
     t->view = view;
     t->rank = rank;
     t->peer = &module->peers[rank];
-    return ompi_osc_ucxx_target_range(t, disp, count, dt);
+    if (OPAL_LIKELY(!view->memhandle)) {
+        return ompi_osc_ucxx_window_range(t, disp, count, dt);
+    }
+    return ompi_osc_ucxx_memhandle_range(t, disp, count, dt);
 }
 
 /* Step 4.  `whole`: every element of the access takes one path, so memory

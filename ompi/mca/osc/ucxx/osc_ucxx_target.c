@@ -224,60 +224,24 @@ out:
 /* ------------------------------------------------------------------------- */
 /* Range of one access */
 
-/* Is [disp, disp + count elements of dt) inside the target's window?  Sets
- * the remote address of displacement `disp` and the remote bytes the access
- * touches, [lo, hi).  Dynamic windows are checked against the attached
- * regions when the path is resolved. */
-static int window_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
-                        struct ompi_datatype_t *dt)
-{
-    ompi_osc_ucxx_peer_t *peer = t->peer;
-    ptrdiff_t lb, extent, true_lb, true_extent, first, end, offset;
-
-    offset = disp * (ptrdiff_t) peer->disp_unit;
-    t->remote = peer->base + offset;
-    t->lo = t->hi = t->remote;
-    if (0 == count || 0 == dt->super.size) {
-        return OMPI_SUCCESS;   /* moves nothing: MPI makes it a no-op */
-    }
-    ompi_datatype_get_extent(dt, &lb, &extent);
-    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
-    first = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
-    end = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
-    t->lo = peer->base + first;
-    t->hi = peer->base + end;
-    if (MPI_WIN_FLAVOR_DYNAMIC == t->module->flavor) {
-        return OMPI_SUCCESS;
-    }
-    if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) peer->size)) {
-        OSC_UCXX_VERBOSE(20, "window %u: access [%td, %td) outside rank %d's %" PRIu64
-                         " bytes", t->module->cid, first, end, t->rank, peer->size);
-        return OMPI_ERR_RMA_RANGE;
-    }
-    return OMPI_SUCCESS;
-}
-
 /* A memory-handle view names one target and counts displacements from the
  * handle's base, within the handle's size. */
-int ompi_osc_ucxx_target_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
-                               struct ompi_datatype_t *dt)
+int ompi_osc_ucxx_memhandle_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
+                                  struct ompi_datatype_t *dt)
 {
     ompi_osc_ucxx_view_t *view = t->view;
     int rc;
 
-    if (OPAL_LIKELY(!view->memhandle)) {
-        return window_range(t, disp, count, dt);
-    }
     if (t->rank != view->mh_target) {
         return MPI_ERR_RANK;
     }
     if (0 == count || 0 == dt->super.size) {
-        return window_range(t, 0, 0, dt);
+        return ompi_osc_ucxx_window_range(t, 0, 0, dt);
     }
     if (disp < 0) {
         return OMPI_ERR_RMA_RANGE;
     }
-    rc = window_range(t, (ptrdiff_t) view->mh_base + disp * view->mh_disp_unit, count, dt);
+    rc = ompi_osc_ucxx_window_range(t, (ptrdiff_t) view->mh_base + disp * view->mh_disp_unit, count, dt);
     if (OMPI_SUCCESS == rc && count > 0 &&
         (t->lo < view->mh_base || t->hi > view->mh_base + view->mh_size)) {
         rc = OMPI_ERR_RMA_RANGE;
