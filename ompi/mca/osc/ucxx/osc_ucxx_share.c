@@ -421,7 +421,7 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
     uint64_t b = (uint64_t) (uintptr_t) base, e = b + len;
     uint64_t out_lo = b & ~(page - 1), out_hi = (e + page - 1) & ~(page - 1);
     uint64_t in_lo = (b + page - 1) & ~(page - 1), in_hi = e & ~(page - 1);
-    bool found = false;
+    bool found = false, tried_out = false;
 
     memset(desc, 0, sizeof(*desc));
     if (!OSC_UCXX.share_user || !OSC_UCXX.use_direct || 0 == len) {
@@ -429,10 +429,13 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
     }
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
     if (out_hi - out_lo <= (uint64_t) OSC_UCXX.share_max && ompi_osc_ucxx_wp_usable()) {
+        tried_out = true;
         found = share_pages(out_lo, out_hi, out_lo < b || out_hi > e, desc);
     }
+    /* else (or if that failed) the whole pages inside, unless that is the
+     * same range again */
     if (!found && in_hi > in_lo && in_hi - in_lo <= (uint64_t) OSC_UCXX.share_max &&
-        (in_lo != out_lo || in_hi != out_hi || !ompi_osc_ucxx_wp_usable())) {
+        !(tried_out && in_lo == out_lo && in_hi == out_hi)) {
         memset(desc, 0, sizeof(*desc));
         found = share_pages(in_lo, in_hi, false, desc);
     }

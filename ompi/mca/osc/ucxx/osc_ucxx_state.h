@@ -63,9 +63,14 @@ void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int6
  * our main worker), a process that only synchronizes locally must still
  * serve them.  Peers that map our state segment say when they need that
  * (the serve word), so that windows nobody emulates on skip the polling. */
+static inline bool ompi_osc_ucxx_serve_wanted(ompi_osc_ucxx_module_t *module)
+{
+    return module->serve && (module->serve_always || 0 != module->state->serve.value);
+}
+
 static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
 {
-    if (module->serve && (module->serve_always || 0 != module->state->serve.value)) {
+    if (ompi_osc_ucxx_serve_wanted(module)) {
         ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
         ompi_osc_ucxx_am_drain();
     }

@@ -288,8 +288,7 @@ static int ucx_context_create(ucp_context_h *context)
  * does not wait for either. */
 static struct {
     pthread_t tid;
-    bool started;
-    int rc;
+    bool started;             /* the thread runs (the context was made) */
     ucp_context_h context;
     ucp_worker_h worker;
 } early;
@@ -310,9 +309,9 @@ static void *early_main(void *arg)
 
 void ompi_osc_ucxx_context_start(void)
 {
-    early.rc = ucx_context_create(&early.context);
-    if (OMPI_SUCCESS != early.rc) {
-        return;  /* the first window tries again and reports it */
+    if (OMPI_SUCCESS != ucx_context_create(&early.context)) {
+        early.context = NULL;
+        return;  /* the first window tries again */
     }
     early.started = (0 == pthread_create(&early.tid, NULL, early_main, NULL));
     if (!early.started) {
@@ -332,10 +331,8 @@ static void early_join(ucp_context_h *context, ucp_worker_h *worker)
     if (!early.started) return;
     pthread_join(early.tid, NULL);
     early.started = false;
-    if (OMPI_SUCCESS == early.rc) {
-        *context = early.context;
-        *worker = early.worker;
-    }
+    *context = early.context;
+    *worker = early.worker;
 }
 
 static int context_init_locked(void)

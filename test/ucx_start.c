@@ -1,0 +1,77 @@
+/* ucx_start: the two ways UCX comes up (osc_ucxx_early_start).
+ *
+ * With --mca osc ucxx and osc_ucxx_early_start=1 (the default), MPI_Init
+ * makes the UCP context and a thread of ours the main worker; the first
+ * window takes them over.  With osc_ucxx_early_start=0 the first window
+ * makes both.  Either way, under MPI_THREAD_MULTIPLE:
+ *   - the first window is created from a thread other than the one that
+ *     called MPI_Init (the early thread is joined there), and every rank puts
+ *     a pattern into its right neighbour's window and gets its left
+ *     neighbour's back: the values are checked;
+ *   - a second window on the main thread does the same.
+ * --no-window: no window at all; MPI_Finalize must still return
+ * MPI_SUCCESS (the early thread's worker and context are released there),
+ * checked after an allreduce whose value is checked too.
+ */
+#include "testutil.h"
+#include <pthread.h>
+
+#define N 1024
+
+static int me, nprocs;
+
+static void ring_window(const char *where)
+{
+    int right = (me + 1) % nprocs, left = (me + nprocs - 1) % nprocs;
+    int *mem, src[N], got[N], bad = 0;
+    MPI_Win win;
+
+    for (int i = 0; i < N; ++i) src[i] = me * 100000 + i;
+    TU_MPI(MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
+                            &win));
+    TU_MPI(MPI_Win_fence(0, win));
+    TU_MPI(MPI_Put(src, N, MPI_INT, right, 0, N, MPI_INT, win));
+    TU_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < N; ++i) bad += mem[i] != left * 100000 + i;
+    TU_CHECK(0 == bad, "%s: %d values from the left neighbour's put wrong", where, bad);
+    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, left, 0, win));
+    TU_MPI(MPI_Get(got, N, MPI_INT, left, 0, N, MPI_INT, win));
+    TU_MPI(MPI_Win_unlock(left, win));
+    bad = 0;
+    for (int i = 0; i < N; ++i) bad += got[i] != ((left + nprocs - 1) % nprocs) * 100000 + i;
+    TU_CHECK(0 == bad, "%s: %d values of the get wrong", where, bad);
+    TU_MPI(MPI_Win_free(&win));
+}
+
+static void *first_window(void *arg)
+{
+    (void) arg;
+    ring_window("first window, from a second thread");
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, sum = 0, want, no_window = tu_opt_flag(argc, argv, "--no-window");
+    pthread_t t;
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    want = nprocs * (nprocs - 1) / 2;
+    MPI_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    TU_CHECK(sum == want, "allreduce: %d, not %d", sum, want);
+    if (no_window) {
+        int rc;
+        if (0 == me) printf("ucx_start: ok (%d errors)\n", tu_errors);
+        rc = MPI_Finalize();
+        if (MPI_SUCCESS != rc) fprintf(stderr, "[rank %d] MPI_Finalize returned %d\n", me, rc);
+        return (MPI_SUCCESS == rc && 0 == tu_errors) ? 0 : 1;
+    }
+    if (MPI_THREAD_MULTIPLE == provided) {
+        pthread_create(&t, NULL, first_window, NULL);
+        pthread_join(t, NULL);
+    }
+    ring_window("window on the main thread");
+    return tu_finish("ucx_start") | MPI_Finalize();
+}
