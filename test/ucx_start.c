@@ -1,17 +1,23 @@
 /* ucx_start: the two ways UCX comes up (osc_ucxx_early_start).
  *
  * With --mca osc ucxx and osc_ucxx_early_start=1 (the default), MPI_Init
- * makes the UCP context and a thread of ours the main worker; the first
- * window takes them over.  With osc_ucxx_early_start=0 the first window
- * makes both.  Either way, under MPI_THREAD_MULTIPLE:
+ * makes the UCP context and the main worker (its address goes into Open
+ * MPI's modex), then an endpoint to the next rank on the node, from the
+ * address the modex carried; the first window takes them over.  With
+ * osc_ucxx_early_start=0 the first window makes everything.  Either way,
+ * under MPI_THREAD_MULTIPLE:
  *   - the first window is created from a thread other than the one that
- *     called MPI_Init (the early thread is joined there), and every rank puts
- *     a pattern into its right neighbour's window and gets its left
- *     neighbour's back: the values are checked;
- *   - a second window on the main thread does the same.
+ *     called MPI_Init, and every rank puts a pattern into its right
+ *     neighbour's window and gets its left neighbour's back: the values are
+ *     checked;
+ *   - a second window on the main thread does the same;
+ *   - so do windows over MPI_COMM_WORLD in reverse order and over the ranks
+ *     of the same parity, whose neighbours are not the one MPI_Init
+ *     connected to (the endpoint made from the modex address and those made
+ *     from the addresses windows exchange must reach the same processes).
  * --no-window: no window at all; MPI_Finalize must still return
- * MPI_SUCCESS (the early thread's worker and context are released there),
- * checked after an allreduce whose value is checked too.
+ * MPI_SUCCESS (the unused worker and context are released there), checked
+ * after an allreduce whose value is checked too.
  */
 #include "testutil.h"
 #include <pthread.h>
@@ -20,15 +26,18 @@
 
 static int me, nprocs;
 
-static void ring_window(const char *where)
+static void ring_window(const char *where, MPI_Comm comm)
 {
-    int right = (me + 1) % nprocs, left = (me + nprocs - 1) % nprocs;
+    int rank, size, right, left;
     int *mem, src[N], got[N], bad = 0;
     MPI_Win win;
 
-    for (int i = 0; i < N; ++i) src[i] = me * 100000 + i;
-    TU_MPI(MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
-                            &win));
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    right = (rank + 1) % size;
+    left = (rank + size - 1) % size;
+    for (int i = 0; i < N; ++i) src[i] = rank * 100000 + i;
+    TU_MPI(MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &mem, &win));
     TU_MPI(MPI_Win_fence(0, win));
     TU_MPI(MPI_Put(src, N, MPI_INT, right, 0, N, MPI_INT, win));
     TU_MPI(MPI_Win_fence(0, win));
@@ -38,7 +47,7 @@ static void ring_window(const char *where)
     TU_MPI(MPI_Get(got, N, MPI_INT, left, 0, N, MPI_INT, win));
     TU_MPI(MPI_Win_unlock(left, win));
     bad = 0;
-    for (int i = 0; i < N; ++i) bad += got[i] != ((left + nprocs - 1) % nprocs) * 100000 + i;
+    for (int i = 0; i < N; ++i) bad += got[i] != ((left + size - 1) % size) * 100000 + i;
     TU_CHECK(0 == bad, "%s: %d values of the get wrong", where, bad);
     TU_MPI(MPI_Win_free(&win));
 }
@@ -46,7 +55,7 @@ static void ring_window(const char *where)
 static void *first_window(void *arg)
 {
     (void) arg;
-    ring_window("first window, from a second thread");
+    ring_window("first window, from a second thread", MPI_COMM_WORLD);
     return NULL;
 }
 
@@ -72,6 +81,15 @@ int main(int argc, char **argv)
         pthread_create(&t, NULL, first_window, NULL);
         pthread_join(t, NULL);
     }
-    ring_window("window on the main thread");
+    ring_window("window on the main thread", MPI_COMM_WORLD);
+    {
+        MPI_Comm reverse, parity;
+        TU_MPI(MPI_Comm_split(MPI_COMM_WORLD, 0, nprocs - me, &reverse));
+        ring_window("window over MPI_COMM_WORLD in reverse order", reverse);
+        TU_MPI(MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &parity));
+        ring_window("window over the ranks of one parity", parity);
+        MPI_Comm_free(&reverse);
+        MPI_Comm_free(&parity);
+    }
     return tu_finish("ucx_start") | MPI_Finalize();
 }

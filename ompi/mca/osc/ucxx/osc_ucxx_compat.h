@@ -14,6 +14,7 @@
  *   a communicator's id        ompi_comm_get_cid          ompi_comm_get_local_cid, global
  *                                                         only with a parent communicator
  *   PMIx cleanup registration  opal_pmix.register_cleanup opal_pmix_register_cleanup
+ *   modex put / optional get   opal_pmix.put, opal_value_t PMIx_Put, pmix_value_t
  *
  * 5.0.x installs lack the pthreads and timer implementation headers its
  * opal_config.h names; config/compat has our stand-ins, and the
@@ -141,6 +142,53 @@ static inline void ompi_osc_ucxx_register_cleanup(char *path)
         (void) opal_pmix.register_cleanup(path, true, false, false);
     }
 #endif
+}
+
+/* Publish string VALUE under KEY to the processes on this node, through the
+ * modex (seen by peers only if put before MPI_Init's fence). */
+static inline int ompi_osc_ucxx_modex_put_local(const char *key, const char *value)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    pmix_value_t v;
+    pmix_status_t rc;
+
+    PMIX_VALUE_LOAD(&v, value, PMIX_STRING);
+    rc = PMIx_Put(PMIX_LOCAL, key, &v);
+    PMIX_VALUE_DESTRUCT(&v);
+    return PMIX_SUCCESS == rc ? OMPI_SUCCESS : OMPI_ERROR;
+#else
+    opal_value_t kv;
+    int rc;
+
+    if (NULL == opal_pmix.put) return OMPI_ERR_NOT_SUPPORTED;
+    OBJ_CONSTRUCT(&kv, opal_value_t);
+    kv.key = (char *) key;
+    kv.type = OPAL_STRING;
+    kv.data.string = (char *) value;
+    rc = opal_pmix.put(OPAL_PMIX_LOCAL, &kv);
+    kv.key = NULL;           /* ours, not the destructor's */
+    kv.data.string = NULL;
+    OBJ_DESTRUCT(&kv);
+    return rc;
+#endif
+}
+
+/* The string PROC published under KEY, if it is here already (never asks the
+ * server to wait for it); NULL otherwise.  The caller frees it. */
+static inline char *ompi_osc_ucxx_modex_get_optional(const opal_process_name_t *proc,
+                                                     const char *key)
+{
+    char *value = NULL;
+    int rc;
+#if OMPI_MAJOR_VERSION >= 5
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, key, proc, &value, PMIX_STRING);
+    if (PMIX_SUCCESS != rc) value = NULL;
+#else
+    if (NULL == opal_pmix.get) return NULL;
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, key, proc, &value, OPAL_STRING);
+    if (OPAL_SUCCESS != rc) value = NULL;
+#endif
+    return value;
 }
 
 #endif /* OMPI_OSC_UCXX_COMPAT_H */

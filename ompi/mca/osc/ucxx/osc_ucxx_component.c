@@ -8,6 +8,7 @@
 #include "ompi_config.h"
 
 #include "opal/mca/base/mca_base_var.h"
+#include "ompi/runtime/mpiruntime.h"
 
 #include "osc_ucxx.h"
 #include "osc_ucxx_share.h"
@@ -221,10 +222,12 @@ static int component_register(void)
 
     OSC_UCXX.early_start = true;
     param("early_start",
-          "Bring UCX up during MPI_Init (the context on the calling thread, the main worker, "
-          "most of the time, in a thread of our own) when osc/ucxx is selected explicitly "
-          "(--mca osc ucxx) or by priority, so that the first window does not wait for it; "
-          "0: the first window does it (a program that never makes a window pays nothing)",
+          "Bring UCX up during MPI_Init when osc/ucxx is selected explicitly (--mca osc ucxx) "
+          "or by priority: the context, the main worker (its address goes into Open MPI's "
+          "modex), an endpoint to the next rank on the node and a first registration, so that "
+          "the first window pays none of UCX's first-use costs (MPI_Init takes ~7 ms longer "
+          "with UCX 1.13). 0: the first window does it (a program that never makes a window "
+          "pays nothing)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.early_start);
 
@@ -265,16 +268,6 @@ static int component_register(void)
     return OMPI_SUCCESS;
 }
 
-static int component_open(void)
-{
-    OSC_UCXX.output = opal_output_open(NULL);
-    opal_output_set_verbosity(OSC_UCXX.output, OSC_UCXX.verbose);
-#ifdef OSC_UCXX_HELPDIR
-    (void) opal_show_help_add_dir(OSC_UCXX_HELPDIR);
-#endif
-    return OMPI_SUCCESS;
-}
-
 /* Will windows come to us: the osc selection names us (and is not an
  * exclusion list), or our priority beats the stock components' (osc/rdma's
  * 101)? */
@@ -294,6 +287,27 @@ static bool windows_ours(void)
     return false;
 }
 
+static int component_open(void)
+{
+    OSC_UCXX.output = opal_output_open(NULL);
+    opal_output_set_verbosity(OSC_UCXX.output, OSC_UCXX.verbose);
+#ifdef OSC_UCXX_HELPDIR
+    (void) opal_show_help_add_dir(OSC_UCXX_HELPDIR);
+#endif
+    /* UCX takes milliseconds to come up (UCX 1.18 without pml/ucx: 20+).
+     * Where windows will be ours, it comes up inside MPI_Init, which opens
+     * us before its modex: our worker address goes into it, and
+     * component_init (after the modex) finishes the setup
+     * (ompi_osc_ucxx_context_start, _warm).  Otherwise the first window
+     * does it all: a program that never makes one, or whose windows go to
+     * another component, or a tool that opens us, pays nothing. */
+    if (OSC_UCXX.early_start && OMPI_MPI_STATE_INIT_STARTED == ompi_mpi_state &&
+        windows_ours()) {
+        ompi_osc_ucxx_context_start();
+    }
+    return OMPI_SUCCESS;
+}
+
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
 {
     OBJ_CONSTRUCT(&OSC_UCXX.lock, opal_mutex_t);
@@ -304,14 +318,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     opal_hash_table_init(&OSC_UCXX.windows, 64);
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
     OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
-    /* UCX takes milliseconds to come up (UCX 1.18 without pml/ucx: 20+).
-     * Where windows will be ours, it starts now and the main worker is made
-     * by a thread while MPI_Init goes on (ompi_osc_ucxx_context_start);
-     * otherwise the first window does (a program that never makes one, or
-     * whose windows go to another component, pays nothing). */
-    if (OSC_UCXX.early_start && windows_ours()) {
-        ompi_osc_ucxx_context_start();
-    }
+    ompi_osc_ucxx_context_warm();  /* if component_open started UCX */
     return OMPI_SUCCESS;
 }
 

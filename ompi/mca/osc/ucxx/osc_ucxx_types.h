@@ -260,11 +260,16 @@ typedef struct {
     ompi_osc_ucxx_share_t share;
 } ompi_osc_ucxx_region_t;
 
-static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
+static inline uint64_t ompi_osc_ucxx_name_key(const opal_process_name_t *name)
 {
     uint64_t key;
-    memcpy(&key, &proc->super.proc_name, sizeof(key));
+    memcpy(&key, name, sizeof(key));
     return key;
+}
+
+static inline uint64_t ompi_osc_ucxx_proc_key(ompi_proc_t *proc)
+{
+    return ompi_osc_ucxx_name_key(&proc->super.proc_name);
 }
 
 END_C_DECLS

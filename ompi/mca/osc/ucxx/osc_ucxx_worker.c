@@ -42,6 +42,8 @@ __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
 static __thread int tls_idle = 0;
 
 static ompi_osc_ucxx_worker_t *worker_create(ucp_worker_h made);
+static int addr_store(uint64_t key, const void *addr, size_t len);
+static int get_ep(ompi_osc_ucxx_worker_t *worker, uint64_t key, ucp_ep_h *ep);
 
 /* Wait mode: sleep in the kernel until the main worker has an event or
  * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
@@ -282,57 +284,155 @@ static int ucx_context_create(ucp_context_h *context)
     return OMPI_SUCCESS;
 }
 
-/* The early start (see component_init): during MPI_Init the UCP context is
- * made on the calling thread, and the main worker's UCP worker (transports
- * opened: most of the time) by a thread of ours, so that the first window
- * does not wait for either. */
+/* The early start (MPI_Init only, when windows will be ours; see
+ * component_open).  UCX takes milliseconds to come up, and the first
+ * endpoint to a peer on the node some hundreds of microseconds more (UCX's
+ * first transport selection, attaching the peer's FIFO): done inside
+ * MPI_Init, where ~200 ms go anyway, none of it is left to the first window.
+ *  1. component_open, before Open MPI's modex: the UCP context and the main
+ *     worker, whose address goes into the modex for the processes on this
+ *     node (ompi_osc_ucxx_context_start).
+ *  2. component_init, after the modex: the rest of the setup (the main
+ *     worker object, progress), an endpoint to the next rank on this node,
+ *     which a window over MPI_COMM_WORLD probes first, and one registration
+ *     (ompi_osc_ucxx_context_warm).
+ * Both run on the thread in MPI_Init: only it may own the heap's break
+ * (ucx_context_create), and a thread of ours would compete with MPI_Init
+ * for the cores without shortening it. */
+#define OSC_UCXX_MODEX_ADDR "osc_ucxx.addr"
+
 static struct {
-    pthread_t tid;
-    bool started;             /* the thread runs (the context was made) */
     ucp_context_h context;
     ucp_worker_h worker;
 } early;
 
-static void *early_main(void *arg)
+/* Our main worker's address, hex-encoded, into the modex. */
+static void publish_address(ucp_worker_h worker)
+{
+    static const char digits[] = "0123456789abcdef";
+    ucp_address_t *addr;
+    size_t len;
+    char *hex;
+
+    if (UCS_OK != ucp_worker_get_address(worker, &addr, &len)) return;
+    hex = malloc(2 * len + 1);
+    if (NULL != hex) {
+        for (size_t i = 0; i < len; ++i) {
+            hex[2 * i] = digits[((const uint8_t *) addr)[i] >> 4];
+            hex[2 * i + 1] = digits[((const uint8_t *) addr)[i] & 15];
+        }
+        hex[2 * len] = '\0';
+        if (OMPI_SUCCESS != ompi_osc_ucxx_modex_put_local(OSC_UCXX_MODEX_ADDR, hex)) {
+            OSC_UCXX_VERBOSE(10, "could not publish the worker address in the modex");
+        }
+        free(hex);
+    }
+    ucp_worker_release_address(worker, addr);
+}
+
+void ompi_osc_ucxx_context_start(void)
 {
     ucp_worker_params_t params;
 
-    (void) arg;
+    if (OMPI_SUCCESS != ucx_context_create(&early.context)) {
+        early.context = NULL;
+        return;  /* the first window tries again */
+    }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     params.thread_mode = thread_mode();
     if (UCS_OK != ucp_worker_create(early.context, &params, &early.worker)) {
         early.worker = NULL;  /* worker_create() tries again and reports it */
+        return;
     }
-    return NULL;
+    publish_address(early.worker);
+    OSC_UCXX_VERBOSE(10, "UCX context and main worker made during MPI_Init (thread mode %d)",
+                     (int) params.thread_mode);
 }
 
-void ompi_osc_ucxx_context_start(void)
+static int hexval(char c)
 {
-    if (OMPI_SUCCESS != ucx_context_create(&early.context)) {
-        early.context = NULL;
-        return;  /* the first window tries again */
-    }
-    early.started = (0 == pthread_create(&early.tid, NULL, early_main, NULL));
-    if (!early.started) {
-        ucp_cleanup(early.context);
-        early.context = NULL;
-    }
-    OSC_UCXX_VERBOSE(10, "UCX context made (thread mode %d)%s", (int) thread_mode(),
-                     early.started ? ", main worker in the background"
-                                                           : "; no thread, made at the first window");
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* What the early thread made, once it is done; NULL context if none. */
-static void early_join(ucp_context_h *context, ucp_worker_h *worker)
+/* Learn the worker address of process NAME from the modex; false if it is
+ * not there. */
+static bool address_from_modex(const opal_process_name_t *name)
 {
-    *context = NULL;
-    *worker = NULL;
-    if (!early.started) return;
-    pthread_join(early.tid, NULL);
-    early.started = false;
+    char *hex = ompi_osc_ucxx_modex_get_optional(name, OSC_UCXX_MODEX_ADDR);
+    size_t len = NULL == hex ? 0 : strlen(hex) / 2;
+    uint8_t *addr = 0 == len ? NULL : malloc(len);
+    bool ok = NULL != addr;
+
+    for (size_t i = 0; ok && i < len; ++i) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        if (ok) addr[i] = (uint8_t) (hi << 4 | lo);
+    }
+    ok = ok && OMPI_SUCCESS == addr_store(ompi_osc_ucxx_name_key(name), addr, len);
+    free(addr);
+    free(hex);
+    return ok;
+}
+
+/* The next rank of our job on this node after ours (cyclically), into NAME;
+ * false if we are alone here.  (Only names: an ompi_proc_t made before
+ * MPI_Init's add_procs breaks the TCP BTL's address lookup in 4.1.) */
+static bool node_neighbour(opal_process_name_t *out)
+{
+    opal_process_name_t name = *OMPI_PROC_MY_NAME;
+    uint32_t mine = name.vpid, next = UINT32_MAX, first = UINT32_MAX;
+    char *peers, *p;
+
+    name.vpid = OPAL_VPID_WILDCARD;
+    peers = ompi_osc_ucxx_modex_get_optional(&name, "pmix.lpeers");  /* PMIX_LOCAL_PEERS */
+    if (NULL == peers) return false;
+    for (p = peers; '\0' != *p;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p) break;
+        if (v != mine) {
+            if (v < first) first = (uint32_t) v;
+            if (v > mine && v < next) next = (uint32_t) v;
+        }
+        p = (',' == *end) ? end + 1 : end;
+    }
+    free(peers);
+    name.vpid = UINT32_MAX != next ? next : first;
+    *out = name;
+    return UINT32_MAX != name.vpid;
+}
+
+void ompi_osc_ucxx_context_warm(void)
+{
+    opal_process_name_t peer;
+    ucp_mem_map_params_t params;
+    ucp_mem_h memh;
+    ucp_ep_h ep;
+
+    if (NULL == early.worker || OMPI_SUCCESS != ompi_osc_ucxx_context_init()) return;
+    if (node_neighbour(&peer) && address_from_modex(&peer) &&
+        OMPI_SUCCESS == get_ep(OSC_UCXX.main_worker, ompi_osc_ucxx_name_key(&peer), &ep)) {
+        OSC_UCXX_VERBOSE(10, "endpoint to rank %u on this node made during MPI_Init",
+                         (unsigned) peer.vpid);
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    params.length = 4096;
+    params.flags = UCP_MEM_MAP_ALLOCATE;
+    if (UCS_OK == ucp_mem_map(OSC_UCXX.context, &params, &memh)) {
+        ucp_mem_unmap(OSC_UCXX.context, memh);
+    }
+}
+
+/* What the early start made: the context, and the main worker's UCP worker
+ * if that was made too; NULLs if nothing. */
+static void early_take(ucp_context_h *context, ucp_worker_h *worker)
+{
     *context = early.context;
     *worker = early.worker;
+    early.context = NULL;
+    early.worker = NULL;
 }
 
 static int context_init_locked(void)
@@ -342,7 +442,7 @@ static int context_init_locked(void)
     OSC_UCXX.mt = OSC_UCXX.mt || opal_using_threads() || OSC_UCXX.progress_thread;
     OSC_UCXX.thread_mode = thread_mode();
     OSC_UCXX.progress_wait = OSC_UCXX.progress_wait && OSC_UCXX.progress_thread;
-    early_join(&OSC_UCXX.context, &made);
+    early_take(&OSC_UCXX.context, &made);
     if (NULL == OSC_UCXX.context && OMPI_SUCCESS != ucx_context_create(&OSC_UCXX.context)) {
         OSC_UCXX.context = NULL;
         return OMPI_ERROR;
@@ -386,12 +486,12 @@ static int context_init_locked(void)
 
 void ompi_osc_ucxx_context_fini(void)
 {
-    if (early.started) {  /* started, and no window came */
+    if (NULL != early.context) {  /* started, and nothing used it */
         ucp_context_h context;
         ucp_worker_h worker;
-        early_join(&context, &worker);
+        early_take(&context, &worker);
         if (NULL != worker) ucp_worker_destroy(worker);
-        if (NULL != context) ucp_cleanup(context);
+        ucp_cleanup(context);
     }
     if (NULL == OSC_UCXX.context) {
         return;
@@ -609,8 +709,12 @@ bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc)
 
 int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len)
 {
+    return addr_store(ompi_osc_ucxx_proc_key(proc), addr, len);
+}
+
+static int addr_store(uint64_t key, const void *addr, size_t len)
+{
     void *value;
-    uint64_t key = ompi_osc_ucxx_proc_key(proc);
     int rc = OMPI_SUCCESS;
 
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
@@ -631,7 +735,13 @@ int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t le
 int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                                 ucp_ep_h *ep)
 {
-    uint64_t key = ompi_osc_ucxx_proc_key(proc);
+    return get_ep(worker, ompi_osc_ucxx_proc_key(proc), ep);
+}
+
+/* The worker's endpoint to the process with key KEY (ompi_osc_ucxx_proc_key),
+ * made the first time from the address learned for it. */
+static int get_ep(ompi_osc_ucxx_worker_t *worker, uint64_t key, ucp_ep_h *ep)
+{
     ompi_osc_ucxx_addr_t *addr = NULL;
     ucp_ep_params_t params;
     ucs_status_t status;

@@ -37,7 +37,8 @@ OBJ_CLASS_DECLARATION(ompi_osc_ucxx_worker_t);
 
 extern __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker;
 
-void ompi_osc_ucxx_context_start(void);
+void ompi_osc_ucxx_context_start(void);  /* component_open, in MPI_Init */
+void ompi_osc_ucxx_context_warm(void);   /* component_init, if started */
 int ompi_osc_ucxx_context_init(void);
 void ompi_osc_ucxx_context_fini(void);
 ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
