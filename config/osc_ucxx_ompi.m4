@@ -58,13 +58,15 @@ AC_DEFUN([OSC_UCXX_CHECK_OMPI], [
 
     dnl Every library the component uses, for -no-undefined linking.  5.0 has
     dnl no libopen-rte, and its internal PMIx header needs <pmix.h>, which is
-    dnl not on mpicc's include path.
+    dnl not on mpicc's include path; the early start calls PMIx directly there
+    dnl (osc_ucxx_compat.h: the modex).
     AS_IF([test "$OMPI_SERIES" = 4.1],
           [OMPI_LIBS="-lmpi -lopen-rte -lopen-pal"],
           [OMPI_LIBS="-lmpi -lopen-pal"
            PKG_CHECK_MODULES([PMIX], [pmix], [],
                [AC_MSG_ERROR([Open MPI 5.0's internal headers need PMIx's: install libpmix-dev ($PMIX_PKG_ERRORS)])])
-           OMPI_CPPFLAGS="$OMPI_CPPFLAGS $PMIX_CFLAGS"])
+           OMPI_CPPFLAGS="$OMPI_CPPFLAGS $PMIX_CFLAGS"
+           OMPI_LIBS="$OMPI_LIBS $PMIX_LIBS"])
 
     dnl 5.0.x installs lack the thread and timer implementation headers that
     dnl opal_config.h names; config/compat has our stand-ins.  Their types

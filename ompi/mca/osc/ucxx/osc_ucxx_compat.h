@@ -173,16 +173,30 @@ static inline int ompi_osc_ucxx_modex_put_local(const char *key, const char *val
 #endif
 }
 
-/* The string PROC published under KEY, if it is here already (never asks the
- * server to wait for it); NULL otherwise.  The caller frees it. */
+/* The string PROC published under KEY, if it is here already; NULL
+ * otherwise (never waits for it).  The caller frees it.  4.1's modex
+ * collects every process's data; 5.0's by default does not, and the local
+ * PMIx server, which has what processes on this node posted, is asked
+ * (PMIX_IMMEDIATE: no request to the host, no wait). */
 static inline char *ompi_osc_ucxx_modex_get_optional(const opal_process_name_t *proc,
                                                      const char *key)
 {
     char *value = NULL;
     int rc;
 #if OMPI_MAJOR_VERSION >= 5
-    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, key, proc, &value, PMIX_STRING);
-    if (PMIX_SUCCESS != rc) value = NULL;
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    pmix_info_t info;
+    bool yes = true;
+
+    OPAL_PMIX_CONVERT_NAME(&p, proc);
+    PMIX_INFO_LOAD(&info, PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    rc = PMIx_Get(&p, key, &info, 1, &v);
+    PMIX_INFO_DESTRUCT(&info);
+    if (PMIX_SUCCESS == rc && NULL != v && PMIX_STRING == v->type && NULL != v->data.string) {
+        value = strdup(v->data.string);
+    }
+    if (NULL != v) PMIX_VALUE_RELEASE(v);
 #else
     if (NULL == opal_pmix.get) return NULL;
     OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, key, proc, &value, OPAL_STRING);

@@ -411,8 +411,12 @@ void ompi_osc_ucxx_context_warm(void)
     ucp_ep_h ep;
 
     if (NULL == early.worker || OMPI_SUCCESS != ompi_osc_ucxx_context_init()) return;
-    if (node_neighbour(&peer) && address_from_modex(&peer) &&
-        OMPI_SUCCESS == get_ep(OSC_UCXX.main_worker, ompi_osc_ucxx_name_key(&peer), &ep)) {
+    if (!node_neighbour(&peer)) {
+        OSC_UCXX_VERBOSE(10, "no other rank on this node known: no endpoint during MPI_Init");
+    } else if (!address_from_modex(&peer)) {
+        OSC_UCXX_VERBOSE(10, "rank %u's address is not in the modex: no endpoint during MPI_Init",
+                         (unsigned) peer.vpid);
+    } else if (OMPI_SUCCESS == get_ep(OSC_UCXX.main_worker, ompi_osc_ucxx_name_key(&peer), &ep)) {
         OSC_UCXX_VERBOSE(10, "endpoint to rank %u on this node made during MPI_Init",
                          (unsigned) peer.vpid);
     }
