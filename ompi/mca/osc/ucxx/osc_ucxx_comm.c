@@ -91,8 +91,9 @@ static int xfer_ucx(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_
 }
 
 /* One contiguous transfer: a copy where the target's memory is mapped (inline:
- * the common case on a node), else through UCX. */
-static inline int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote,
+ * the common case on a node), else through UCX.  (GCC kept it out of line,
+ * a call and a frame per 8 B put: 6.7% of the put's time in perf.) */
+static inline __opal_attribute_always_inline__ int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote,
                        size_t len, ompi_osc_ucxx_request_t *req)
 {
     if (OPAL_LIKELY(t->path.mapped)) {
@@ -129,7 +130,7 @@ static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint
 }
 
 /* Walk both layouts at once, one transfer per matching piece. */
-static int xfer_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
+static __opal_attribute_noinline__ int xfer_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
                        int origin_count, struct ompi_datatype_t *origin_dt, int target_count,
                        struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req)
 {
@@ -207,7 +208,7 @@ static void convertor_copy(bool pack, char *buf, int count, struct ompi_datatype
  * unpack; two different derived layouts keep the walk of both (false).
  * (Not ompi_datatype_sndrcv: in Open MPI 4.1.4 it copies only part of a
  * vector into a contiguous buffer.) */
-static bool mapped_typed_copy(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
+static __opal_attribute_noinline__ bool mapped_typed_copy(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
                               int origin_count, struct ompi_datatype_t *origin_dt,
                               int target_count, struct ompi_datatype_t *target_dt, size_t size)
 {
@@ -233,7 +234,7 @@ static bool mapped_typed_copy(ompi_osc_ucxx_target_t *t, bool is_put, void *orig
  * OSC_UCXX_SMALL_PIECE bytes or less on average?  (ordered views keep one
  * ordered stream of UCX operations: never by message; nor what a message
  * walk could not count in an int) */
-static bool small_pieces(ompi_osc_ucxx_target_t *t, void *origin_addr, int origin_count,
+static __opal_attribute_noinline__ bool small_pieces(ompi_osc_ucxx_target_t *t, void *origin_addr, int origin_count,
                          struct ompi_datatype_t *origin_dt, int target_count,
                          struct ompi_datatype_t *target_dt, size_t size)
 {
@@ -268,7 +269,7 @@ static void as_bytes(char **addr, int *count, struct ompi_datatype_t **dt, size_
     }
 }
 
-static int put_get_by_message(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
+static __opal_attribute_noinline__ int put_get_by_message(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
                               int origin_count, struct ompi_datatype_t *origin_dt,
                               int target_count, struct ompi_datatype_t *target_dt, size_t size,
                               ompi_osc_ucxx_request_t *req)

@@ -125,6 +125,9 @@ typedef struct ompi_osc_ucxx_component_t {
     ucp_context_h context;
     opal_mutex_t lock;        /* workers, peer addresses, window table */
     ompi_osc_ucxx_worker_t *main_worker;     /* the worker peers connect to */
+    ompi_osc_ucxx_worker_t *only_worker;     /* main_worker where it is every thread's
+                                              * (below MPI_THREAD_MULTIPLE): no TLS
+                                              * lookup per operation */
     ompi_osc_ucxx_worker_t **volatile workers;  /* every worker, by index */
     volatile int num_workers;
     int workers_cap;

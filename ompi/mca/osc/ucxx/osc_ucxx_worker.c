@@ -461,6 +461,9 @@ static int context_init_locked(void)
     if (NULL == OSC_UCXX.main_worker) {
         return OMPI_ERROR;
     }
+    if (UCS_THREAD_MODE_MULTI != OSC_UCXX.thread_mode || !OSC_UCXX.per_thread_workers) {
+        OSC_UCXX.only_worker = OSC_UCXX.main_worker;  /* = ompi_osc_ucxx_worker_acquire's */
+    }
 
     OBJ_CONSTRUCT(&OSC_UCXX.requests, opal_free_list_t);
     opal_free_list_init(&OSC_UCXX.requests, sizeof(ompi_osc_ucxx_request_t),
@@ -534,6 +537,7 @@ void ompi_osc_ucxx_context_fini(void)
     }
     OSC_UCXX.num_workers = 0;
     OSC_UCXX.main_worker = NULL;
+    OSC_UCXX.only_worker = NULL;
     ompi_osc_ucxx_tls_worker = NULL;
     if (OSC_UCXX.tls_key_created) {
         pthread_key_delete(OSC_UCXX.tls_key);
