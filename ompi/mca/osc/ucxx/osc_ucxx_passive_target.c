@@ -75,17 +75,22 @@ static void flush_set_add(flush_set_t *set, ompi_osc_ucxx_worker_t *worker,
     set->items[set->count++] = (pending_flush_t){worker, req, link, upto};
 }
 
-/* Nothing to wait for on `target`: no UCX operation of any worker (or of
- * `only`) since its last flush, no accumulate message unacknowledged, no
- * error to report, nobody to serve, no AM grant to give back.  Then the
- * flush is the barrier alone, as on osc/sm: the common case on a node, where
- * puts and gets are loads and stores (8 B put + flush in a loop: 28 ns with
- * the whole flush_module, 17 ns so; osc/sm 13 ns). */
+/* Nothing to wait for on `target` (every target: -1): no UCX operation of
+ * any worker (or of `only`) since its last flush, no accumulate message
+ * unacknowledged, no error to report, nobody to serve, no AM grant to give
+ * back.  Then the flush is the barrier alone, as on osc/sm: the common case
+ * on a node, where puts and gets are loads and stores (8 B put + flush in a
+ * loop: 28 ns with the whole flush_module, 17 ns so; osc/sm 13 ns).  For
+ * every target a row's summary entry decides; it is marked flushed only by
+ * a flush of every target, so after single-target flushes it may call a
+ * quiet row busy (flush_all_links then finds nothing to do), never the
+ * reverse. */
 static inline bool flush_quiet(ompi_osc_ucxx_module_t *module, int target,
                         ompi_osc_ucxx_worker_t *only)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     int rows = tab->used;
+    int entry = target < 0 ? module->size : target;
 
     if (module->am_outstanding > 0 || OMPI_SUCCESS != module->am_error ||
         ompi_osc_ucxx_serve_wanted(module) || (NULL != module->uam && module->am_interleave)) {
@@ -95,7 +100,7 @@ static inline bool flush_quiet(ompi_osc_ucxx_module_t *module, int target,
     for (int w = 0; w < rows; ++w) {
         ompi_osc_ucxx_lrow_t *r = tab->rows[w];
         if (NULL == r || (NULL != only && w != only->index)) continue;
-        if (r->links[target].issued != r->links[target].flushed) return false;
+        if (r->links[entry].issued != r->links[entry].flushed) return false;
     }
     return true;
 }
@@ -170,7 +175,7 @@ static __opal_attribute_noinline__ int flush_all_links(ompi_osc_ucxx_module_t *m
 static inline int flush_module(ompi_osc_ucxx_module_t *module, int target,
                                ompi_osc_ucxx_worker_t *only)
 {
-    if (target >= 0 && flush_quiet(module, target, only)) {
+    if (flush_quiet(module, target, only)) {
         opal_atomic_mb();  /* stores through mappings are complete once visible */
         return OMPI_SUCCESS;
     }
