@@ -93,8 +93,9 @@ static int xfer_ucx(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_
 /* One contiguous transfer: a copy where the target's memory is mapped (inline:
  * the common case on a node), else through UCX.  (GCC kept it out of line,
  * a call and a frame per 8 B put: 6.7% of the put's time in perf.) */
-static inline __opal_attribute_always_inline__ int xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote,
-                       size_t len, ompi_osc_ucxx_request_t *req)
+static inline __opal_attribute_always_inline__ int
+xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote, size_t len,
+     ompi_osc_ucxx_request_t *req)
 {
     if (OPAL_LIKELY(t->path.mapped)) {
         char *p = (char *) (uintptr_t) (remote + t->path.delta);
@@ -130,9 +131,10 @@ static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint
 }
 
 /* Walk both layouts at once, one transfer per matching piece. */
-static __opal_attribute_noinline__ int xfer_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
-                       int origin_count, struct ompi_datatype_t *origin_dt, int target_count,
-                       struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req)
+static __opal_attribute_noinline__ int
+xfer_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr, int origin_count,
+            struct ompi_datatype_t *origin_dt, int target_count, struct ompi_datatype_t *target_dt,
+            ompi_osc_ucxx_request_t *req)
 {
     ompi_osc_ucxx_dt_iter_t o, it;
     char *lp;
@@ -208,9 +210,10 @@ static void convertor_copy(bool pack, char *buf, int count, struct ompi_datatype
  * unpack; two different derived layouts keep the walk of both (false).
  * (Not ompi_datatype_sndrcv: in Open MPI 4.1.4 it copies only part of a
  * vector into a contiguous buffer.) */
-static __opal_attribute_noinline__ bool mapped_typed_copy(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
-                              int origin_count, struct ompi_datatype_t *origin_dt,
-                              int target_count, struct ompi_datatype_t *target_dt, size_t size)
+static __opal_attribute_noinline__ bool
+mapped_typed_copy(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr, int origin_count,
+                  struct ompi_datatype_t *origin_dt, int target_count,
+                  struct ompi_datatype_t *target_dt, size_t size)
 {
     char *tbuf = (char *) (uintptr_t) (t->remote + t->path.delta);
     char *src = is_put ? (char *) origin_addr : tbuf, *dst = is_put ? tbuf : (char *) origin_addr;
@@ -234,9 +237,10 @@ static __opal_attribute_noinline__ bool mapped_typed_copy(ompi_osc_ucxx_target_t
  * OSC_UCXX_SMALL_PIECE bytes or less on average?  (ordered views keep one
  * ordered stream of UCX operations: never by message; nor what a message
  * walk could not count in an int) */
-static __opal_attribute_noinline__ bool small_pieces(ompi_osc_ucxx_target_t *t, void *origin_addr, int origin_count,
-                         struct ompi_datatype_t *origin_dt, int target_count,
-                         struct ompi_datatype_t *target_dt, size_t size)
+static __opal_attribute_noinline__ bool
+small_pieces(ompi_osc_ucxx_target_t *t, void *origin_addr, int origin_count,
+             struct ompi_datatype_t *origin_dt, int target_count, struct ompi_datatype_t *target_dt,
+             size_t size)
 {
     ompi_osc_ucxx_dt_iter_t o, it;
     char *lp;
@@ -269,10 +273,10 @@ static void as_bytes(char **addr, int *count, struct ompi_datatype_t **dt, size_
     }
 }
 
-static __opal_attribute_noinline__ int put_get_by_message(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
-                              int origin_count, struct ompi_datatype_t *origin_dt,
-                              int target_count, struct ompi_datatype_t *target_dt, size_t size,
-                              ompi_osc_ucxx_request_t *req)
+static __opal_attribute_noinline__ int
+put_get_by_message(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr, int origin_count,
+                   struct ompi_datatype_t *origin_dt, int target_count,
+                   struct ompi_datatype_t *target_dt, size_t size, ompi_osc_ucxx_request_t *req)
 {
     ompi_osc_ucxx_acc_t a = {.t = t, .elem = &ompi_mpi_byte.dt, .fetch = !is_put, .req = req,
                              .op = is_put ? &ompi_mpi_op_replace.op : &ompi_mpi_op_no_op.op};

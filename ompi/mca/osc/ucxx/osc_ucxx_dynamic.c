@@ -165,7 +165,6 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     return OMPI_SUCCESS;
 }
 
-
 int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);

@@ -31,12 +31,12 @@ static inline int ompi_osc_ucxx_proc_null(ompi_osc_ucxx_view_t *view)
     return ompi_osc_ucxx_epoch_any(view->core) ? OMPI_SUCCESS : OMPI_ERR_RMA_SYNC;
 }
 
-/* Step 3: sets t->remote, t->lo, t->hi.  An access of no bytes is in range
- * wherever it points. */
-/* Is [disp, disp + count elements of dt) inside the target's window?  Sets
- * the remote address of displacement `disp` and the remote bytes the access
- * touches, [lo, hi).  Dynamic windows are checked against the attached
- * regions when the path is resolved.  Inline: every operation runs it. */
+/* Step 3: is [disp, disp + count elements of dt) inside the target's
+ * window?  Sets the remote address of displacement `disp` (t->remote) and
+ * the remote bytes the access touches, [t->lo, t->hi).  An access of no
+ * bytes is in range wherever it points; dynamic windows are checked against
+ * the attached regions when the path is resolved.  Inline: every operation
+ * runs it. */
 static inline int ompi_osc_ucxx_window_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp,
                                             int count, struct ompi_datatype_t *dt)
 {

@@ -86,7 +86,7 @@ static void flush_set_add(flush_set_t *set, ompi_osc_ucxx_worker_t *worker,
  * quiet row busy (flush_all_links then finds nothing to do), never the
  * reverse. */
 static inline bool flush_quiet(ompi_osc_ucxx_module_t *module, int target,
-                        ompi_osc_ucxx_worker_t *only)
+                               ompi_osc_ucxx_worker_t *only)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     int rows = tab->used;

@@ -241,7 +241,8 @@ int ompi_osc_ucxx_memhandle_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int
     if (disp < 0) {
         return OMPI_ERR_RMA_RANGE;
     }
-    rc = ompi_osc_ucxx_window_range(t, (ptrdiff_t) view->mh_base + disp * view->mh_disp_unit, count, dt);
+    rc = ompi_osc_ucxx_window_range(t, (ptrdiff_t) view->mh_base + disp * view->mh_disp_unit,
+                                    count, dt);
     if (OMPI_SUCCESS == rc && count > 0 &&
         (t->lo < view->mh_base || t->hi > view->mh_base + view->mh_size)) {
         rc = OMPI_ERR_RMA_RANGE;

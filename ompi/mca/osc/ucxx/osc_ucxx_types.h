@@ -18,8 +18,7 @@
  *   osc_ucxx_epoch.h    access epochs: which targets an operation may reach
  *   then the concerns that use them: osc_ucxx_request.h, osc_ucxx_am.h,
  *   osc_ucxx_dynamic.h, osc_ucxx_share.h, osc_ucxx_wprotect.h, osc_ucxx_dt.h,
- *   and osc_ucxx.h (the
- *   osc entry points the module table names).
+ *   and osc_ucxx.h (the osc entry points the module table names).
  *
  * Error codes: functions return OMPI_SUCCESS or an OMPI_ERR_* code where
  * Open MPI has one for the class (RMA_SYNC, RMA_RANGE, RMA_ATTACH,
@@ -89,7 +88,7 @@ typedef struct ompi_osc_ucxx_component_t {
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
-    bool early_start;         /* bring UCX up in a thread during MPI_Init */
+    bool early_start;         /* bring UCX up during MPI_Init (osc_ucxx_worker.c) */
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
     int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */
