@@ -522,6 +522,11 @@ void ompi_osc_ucxx_context_fini(void)
     while (NULL != OSC_UCXX.zombies) {
         ompi_osc_ucxx_module_t *module = OSC_UCXX.zombies;
         OSC_UCXX.zombies = module->next_zombie;
+        /* Its communicator is Open MPI's now: MPI_Finalize releases the
+         * communicators a program left (ompi_comm_finalize), before the
+         * osc components finalize in 5.0 (after, in 4.1).  Freeing it here
+         * too wrote into freed memory: heap corruption at exit in 5.0. */
+        module->comm = NULL;
         opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
         ompi_osc_ucxx_module_release(module);
     }
