@@ -111,7 +111,8 @@ int main(int argc, char **argv)
 {
     int flavor, rc;
     MPI_Group world_group;
-    MPI_Init(&argc, &argv);
+    tu_parse_args(argc, argv);
+    tu_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     right = (me + 1) % nprocs;

@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 {
     int flavor, rc, epochs;
     tu_parse_args(argc, argv);
-    MPI_Init(&argc, &argv);
+    tu_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     epochs = tu_env_int("AT_EPOCHS", 1000);

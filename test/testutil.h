@@ -325,14 +325,34 @@ static inline MPI_Info tu_info_new(const char *key, ...)
  * make osc/ucxx use UCX RMA/AMO calls even where it could load/store peer
  * memory directly (MCA osc_ucxx_direct=0); other components ignore it.
  * Call before MPI_Init. */
+/* --mt: the test initializes with tu_init (MPI_THREAD_MULTIPLE then, so that
+ * the component takes its multi-threaded paths even with one thread). */
+static int tu_mt = 0;
 static inline void tu_parse_args(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        else if (0 == strcmp(argv[i], "--mt")) tu_mt = 1;
         else if (0 == strcmp(argv[i], "--no-share")) {
             setenv("OMPI_MCA_osc_ucxx_share_user_memory", "0", 1);
         }
         else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
+    }
+}
+
+/* MPI_Init, or MPI_Init_thread(MPI_THREAD_MULTIPLE) under --mt (tu_parse_args
+ * first); a run under --mt that does not get the level fails. */
+static inline void tu_init(int *argc, char ***argv)
+{
+    int provided;
+    if (!tu_mt) {
+        MPI_Init(argc, argv);
+        return;
+    }
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    if (provided < MPI_THREAD_MULTIPLE) {
+        fprintf(stderr, "--mt: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
+        MPI_Abort(MPI_COMM_WORLD, 2);
     }
 }
 

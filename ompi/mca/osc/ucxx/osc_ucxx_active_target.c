@@ -68,15 +68,12 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
         if (OMPI_SUCCESS == rc) rc = r2;
     }
     ompi_osc_ucxx_uam_sync(module, -1, true);
-    (void) ompi_osc_ucxx_epoch_end(module);
     module->fence_count++;
     module->fence_open = opens;
     r2 = ompi_osc_ucxx_state_fence_publish(module, module->fence_count);
     if (OMPI_SUCCESS == rc) rc = r2;
-    if (opens) {
-        r2 = ompi_osc_ucxx_epoch_fence(module, closes);
-        if (OMPI_SUCCESS == rc) rc = r2;
-    }
+    r2 = ompi_osc_ucxx_epoch_fence(module, opens, closes);
+    if (OMPI_SUCCESS == rc) rc = r2;
     return rc;
 }
 

@@ -42,7 +42,7 @@ static OBJ_CLASS_INSTANCE(am_work_t, opal_list_item_t, NULL, NULL);
 
 static opal_list_t am_queue;
 static opal_mutex_t am_queue_lock;
-static volatile int32_t am_queued = 0;
+volatile int32_t ompi_osc_ucxx_am_queued = 0;  /* (read inline by the progress function) */
 static volatile int32_t am_draining = 0;
 static ompi_osc_ucxx_am_handler_fn_t am_handlers[OSC_UCXX_AM_KINDS];
 
@@ -68,7 +68,7 @@ int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
     OSC_UCXX_LOCK(&am_queue_lock);
     opal_list_append(&am_queue, &work->super);
     OSC_UCXX_UNLOCK(&am_queue_lock);
-    ompi_osc_ucxx_add32(&am_queued, 1);
+    ompi_osc_ucxx_add32(&ompi_osc_ucxx_am_queued, 1);
     ompi_osc_ucxx_progress_wake();  /* a progress thread asleep in the kernel */
     return OMPI_SUCCESS;
 }
@@ -136,11 +136,6 @@ static bool drain_one(am_work_t *work)
     return true;
 }
 
-bool ompi_osc_ucxx_am_pending(void)
-{
-    return 0 != am_queued;
-}
-
 /* Work off the queue, outside any UCX callback, one thread at a time. */
 int ompi_osc_ucxx_am_drain(void)
 {
@@ -150,7 +145,7 @@ int ompi_osc_ucxx_am_drain(void)
     int nblocked = 0, done = 0;
     int32_t idle = 0;
 
-    if (0 == am_queued ||
+    if (0 == ompi_osc_ucxx_am_queued ||
         !opal_atomic_compare_exchange_strong_32(&am_draining, &idle, 1)) {
         return 0;
     }
@@ -171,7 +166,7 @@ int ompi_osc_ucxx_am_drain(void)
             opal_list_append(&retry, &work->super);  /* in order, for next time */
             continue;
         }
-        ompi_osc_ucxx_add32(&am_queued, -1);
+        ompi_osc_ucxx_add32(&ompi_osc_ucxx_am_queued, -1);
         OBJ_DESTRUCT(work);
         free(work);
         done++;
@@ -328,7 +323,7 @@ void ompi_osc_ucxx_am_fini(void)
         OPAL_LIST_DESTRUCT(&am_queue);
         OBJ_DESTRUCT(&am_queue_lock);
         memset(am_handlers, 0, sizeof(am_handlers));
-        am_queued = 0;
+        ompi_osc_ucxx_am_queued = 0;
     }
 }
 

@@ -26,6 +26,10 @@
  *     lock_all, start or fence never both succeed.  It is never taken on the
  *     steady-state path.  Nothing waits for the epoch lock inside a UCX
  *     callback: message handlers only touch the post list (post_lock).
+ *   - A fence epoch opened by a barrier opens no target one by one under
+ *     MPI_THREAD_MULTIPLE: every target may be accessed, so operations pass
+ *     through (open_fence_free) without the lock or an atomic, and the
+ *     closing fence has no targets to undo.
  *   - nlocks is an atomic counter.  (Where one thread alone is in the
  *     component, OSC_UCXX.mt false, plain loads and stores do for all of it.)
  *   - fence_open and fence_count change only in MPI_Win_fence, which MPI has
@@ -46,6 +50,7 @@ static void epoch_construct(ompi_osc_ucxx_epoch_t *e)
     e->assert = 0;
     e->ops = false;
     e->check_fence = false;
+    e->open_free = false;
     e->targets = NULL;
     e->count = e->cap = 0;
     e->unposted = 0;
@@ -210,11 +215,29 @@ static int open_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e,
     return rc;
 }
 
+/* A fence epoch that a barrier opened, under MPI_THREAD_MULTIPLE
+ * (e->open_free): every target may be accessed at once, so targets are not
+ * opened one by one (no access bit, no list, nothing for the closing fence
+ * to undo): an operation costs this call instead of one load, where opening
+ * cost two atomic read-modify-writes under the epoch lock, and closing one
+ * more per target.  Single-threaded, opening costs two plain stores, kept:
+ * later operations on the target take the one-load path. */
+static int open_fence_free(ompi_osc_ucxx_epoch_t *e)
+{
+    if (!e->ops) {
+        e->ops = true;  /* (every thread stores the same value) */
+    }
+    return OMPI_SUCCESS;
+}
+
 int ompi_osc_ucxx_epoch_open_target(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_epoch_t *e = module->access;
     int rc = OMPI_SUCCESS;
 
+    if (e->open_free && OSC_UCXX_EPOCH_FENCE == e->kind) {
+        return open_fence_free(e);
+    }
     OSC_UCXX_LOCK(&e->lock);
     if (!(module->peers[target].access & OSC_UCXX_TGT_READY)) {
         rc = open_locked(module, e, target);  /* (unless another thread just did) */
@@ -265,6 +288,7 @@ static int end_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
     e->count = 0;
     e->unposted = 0;
     e->ops = false;
+    e->open_free = false;
     e->kind = OSC_UCXX_EPOCH_NONE;
     return rc;
 }
@@ -314,6 +338,7 @@ static int begin_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e
     e->kind = kind;
     e->assert = assert;
     e->ops = false;
+    e->open_free = false;
     e->count = 0;
     e->unposted = 0;
     return OMPI_SUCCESS;
@@ -329,10 +354,23 @@ int ompi_osc_ucxx_epoch_begin(ompi_osc_ucxx_module_t *module, int kind, int asse
     return rc;
 }
 
-int ompi_osc_ucxx_epoch_fence(ompi_osc_ucxx_module_t *module, bool synced)
+/* MPI_Win_fence: close the epoch in force, then open a fence epoch unless
+ * `opens` is false, under one acquisition of the epoch lock.  After a
+ * barrier (`synced`) every target may be accessed at once (open_fence_free
+ * under MPI_THREAD_MULTIPLE). */
+int ompi_osc_ucxx_epoch_fence(ompi_osc_ucxx_module_t *module, bool opens, bool synced)
 {
-    int rc = ompi_osc_ucxx_epoch_begin(module, OSC_UCXX_EPOCH_FENCE, 0);
-    module->access->check_fence = !synced;
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&e->lock);
+    (void) end_locked(module, e);
+    if (opens) {
+        rc = begin_locked(module, e, OSC_UCXX_EPOCH_FENCE, 0);
+        e->check_fence = !synced;
+        e->open_free = OMPI_SUCCESS == rc && synced && OSC_UCXX.mt;
+    }
+    OSC_UCXX_UNLOCK(&e->lock);
     return rc;
 }
 

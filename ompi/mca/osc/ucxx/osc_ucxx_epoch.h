@@ -38,6 +38,7 @@ struct ompi_osc_ucxx_epoch_t {
     int assert;
     volatile bool ops;        /* fence: an operation was issued in it */
     bool check_fence;         /* fence: opened without a barrier */
+    bool open_free;           /* fence: targets open without the lock */
     opal_mutex_t lock;        /* opening a target; changing kind */
     int *targets;             /* what it opened (fence, lock_all) or names (start) */
     int count, cap;
@@ -76,7 +77,7 @@ void ompi_osc_ucxx_epoch_unlock_done(ompi_osc_ucxx_module_t *module, int target)
 /* lock_all, fence and start epochs.  A fence epoch opened without a
  * barrier (synced false) checks each target's fence count first. */
 int ompi_osc_ucxx_epoch_begin(ompi_osc_ucxx_module_t *module, int kind, int assert);
-int ompi_osc_ucxx_epoch_fence(ompi_osc_ucxx_module_t *module, bool synced);
+int ompi_osc_ucxx_epoch_fence(ompi_osc_ucxx_module_t *module, bool opens, bool synced);
 int ompi_osc_ucxx_epoch_start(ompi_osc_ucxx_module_t *module, int *ranks, int n, int assert);
 /* Close the epoch in force: each target it opened is closed (lock_all's
  * shared locks released).  complete: consume remaining posts first. */

@@ -36,10 +36,7 @@
 #include "osc_ucxx_am.h"
 #include "osc_ucxx_request.h"
 
-__thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker = NULL;
-/* Polls in a row in which this thread's opal_progress found nothing of ours
- * (ompi_osc_ucxx_backoff). */
-static __thread int tls_idle = 0;
+__thread ompi_osc_ucxx_tls_t ompi_osc_ucxx_tls = {NULL, 0};
 
 static ompi_osc_ucxx_worker_t *worker_create(ucp_worker_h made);
 static int addr_store(uint64_t key, const void *addr, size_t len);
@@ -543,7 +540,7 @@ void ompi_osc_ucxx_context_fini(void)
     OSC_UCXX.num_workers = 0;
     OSC_UCXX.main_worker = NULL;
     OSC_UCXX.only_worker = NULL;
-    ompi_osc_ucxx_tls_worker = NULL;
+    ompi_osc_ucxx_tls.worker = NULL;
     if (OSC_UCXX.tls_key_created) {
         pthread_key_delete(OSC_UCXX.tls_key);
         OSC_UCXX.tls_key_created = false;
@@ -679,7 +676,7 @@ ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void)
 
     if (UCS_THREAD_MODE_MULTI != OSC_UCXX.thread_mode || !OSC_UCXX.per_thread_workers) {
         /* One thread in MPI at a time: it uses the main worker. */
-        ompi_osc_ucxx_tls_worker = OSC_UCXX.main_worker;
+        ompi_osc_ucxx_tls.worker = OSC_UCXX.main_worker;
         return OSC_UCXX.main_worker;
     }
 
@@ -700,7 +697,7 @@ ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void)
         }
         worker->owned = true;
     }
-    ompi_osc_ucxx_tls_worker = worker;
+    ompi_osc_ucxx_tls.worker = worker;
     pthread_setspecific(OSC_UCXX.tls_key, worker);
     return worker;
 }
@@ -798,15 +795,24 @@ out:
  * complete our own operations (a request may be waited on by any thread). */
 int ompi_osc_ucxx_progress(void)
 {
-    ompi_osc_ucxx_worker_t *self = ompi_osc_ucxx_tls_worker;
+    ompi_osc_ucxx_tls_t *tls = NULL;
+    ompi_osc_ucxx_worker_t *self = OSC_UCXX.only_worker;  /* (no TLS read) */
     int count;
 
     if (NULL == OSC_UCXX.main_worker) {
         return 0;
     }
-    OSC_UCXX.app_polls++;   /* (racy on purpose: any change will do) */
+    if (OSC_UCXX.progress_running) {
+        OSC_UCXX.app_polls++;   /* (racy on purpose: any change will do) */
+    }
     count = ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
-    count += ompi_osc_ucxx_am_drain();
+    if (ompi_osc_ucxx_am_pending()) {
+        count += ompi_osc_ucxx_am_drain();
+    }
+    if (NULL == self) {
+        tls = &ompi_osc_ucxx_tls;
+        self = tls->worker;
+    }
     if (NULL != self && self != OSC_UCXX.main_worker) {
         count += ucp_worker_progress(self->ucp);
     }
@@ -827,10 +833,11 @@ int ompi_osc_ucxx_progress(void)
          * wait of the thread, Open MPI's too, and yielding in each poll of
          * a short one (the barrier of a fence) made fences 3-10x slower
          * under MPI_THREAD_MULTIPLE. */
+        if (NULL == tls) tls = &ompi_osc_ucxx_tls;
         if (count > 0) {
-            tls_idle = 0;
-        } else if (OSC_UCXX.yield_after > 0 && ++tls_idle >= OSC_UCXX.yield_after) {
-            tls_idle = 0;
+            tls->idle = 0;
+        } else if (OSC_UCXX.yield_after > 0 && ++tls->idle >= OSC_UCXX.yield_after) {
+            tls->idle = 0;
             sched_yield();
         }
     }

@@ -35,7 +35,15 @@ struct ompi_osc_ucxx_worker_t {
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_worker_t);
 
-extern __thread ompi_osc_ucxx_worker_t *ompi_osc_ucxx_tls_worker;
+/* The calling thread's: its worker, and how many polls in a row its
+ * opal_progress found nothing of ours (ompi_osc_ucxx_progress).  One
+ * variable: in a dlopen()ed component each __thread variable read is a
+ * __tls_get_addr call. */
+typedef struct {
+    ompi_osc_ucxx_worker_t *worker;
+    int idle;
+} ompi_osc_ucxx_tls_t;
+extern __thread ompi_osc_ucxx_tls_t ompi_osc_ucxx_tls;
 
 void ompi_osc_ucxx_context_start(void);  /* component_open, in MPI_Init */
 void ompi_osc_ucxx_context_warm(void);   /* component_init, if started */
@@ -56,7 +64,11 @@ int ompi_osc_ucxx_am_drain(void);
 /* Wake the progress thread if it sleeps in the kernel (wait mode). */
 void ompi_osc_ucxx_progress_wake(void);
 /* Is deferred work queued (osc_ucxx_am.c)? */
-bool ompi_osc_ucxx_am_pending(void);
+extern volatile int32_t ompi_osc_ucxx_am_queued;
+static inline bool ompi_osc_ucxx_am_pending(void)
+{
+    return 0 != ompi_osc_ucxx_am_queued;
+}
 /* Wait for a UCX request issued on `worker`, progressing it and the rest of
  * the library (a peer may need us before it can answer). */
 int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req);
@@ -107,7 +119,7 @@ static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_self(void)
     if (OPAL_LIKELY(NULL != w)) {
         return w;   /* (a __thread read in a dlopen()ed component is a call) */
     }
-    w = ompi_osc_ucxx_tls_worker;
+    w = ompi_osc_ucxx_tls.worker;
     if (OPAL_LIKELY(NULL != w)) {
         return w;
     }
