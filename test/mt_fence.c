@@ -103,7 +103,7 @@ static void check_epoch(int e)
         int64_t k = fetched[t] - (int64_t) e * T;
         if (k >= 0 && k < T) seen |= 1ull << k;
     }
-    TU_CHECK(seen == (T == 64 ? ~0ull : (1ull << T) - 1), "%s epoch %d: fetch_and_op results "
+    TU_CHECK(seen == (1ull << T) - 1, "%s epoch %d: fetch_and_op results "
              "not a permutation of %d..%d (first %lld)", tu_flavor_names[W.flavor], e, e * T,
              (e + 1) * T - 1, (long long) fetched[0]);
     TU_CHECK(m[CNT_ACC] == (int64_t) (e + 1) * T * nprocs && m[CNT_FOP] == (int64_t) (e + 1) * T,
