@@ -7,7 +7,9 @@
  * Fence protocol.  A closing fence (one that ends a fence epoch in which
  * operations may have been issued) completes our operations, remotely
  * (accumulates by active message are acknowledged), then synchronizes once:
- * a barrier, after which everything aimed at any process has landed.  When
+ * a barrier, after which everything aimed at any process has landed (on one
+ * node with shared memory a barrier through the state segments, else the
+ * communicator's).  When
  * the fence also opens the next epoch, that same barrier is the opening
  * synchronization.
  *
@@ -40,8 +42,14 @@
 #include "osc_ucxx_uam.h"
 #include "osc_ucxx_am.h"
 
+/* Through the state segments where every process maps every other's
+ * (osc_ucxx_state.c), else the communicator's barrier. */
 static int barrier(ompi_osc_ucxx_module_t *module)
 {
+    if (module->fence_by_state) {
+        ompi_osc_ucxx_state_barrier(module);
+        return OMPI_SUCCESS;
+    }
     return module->comm->c_coll->coll_barrier(module->comm,
                                               module->comm->c_coll->coll_barrier_module);
 }

@@ -45,6 +45,7 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .post_poll_interval = 16,
     .yield_after = 256,
     .fence_by_flush = -1,
+    .fence_barrier = true,
     .progress_efd = -1,
     .progress_wake_fd = -1,
 };
@@ -113,6 +114,15 @@ static int component_register(void)
           "fence where it is weak (UCX 1.13)",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
           &OSC_UCXX.fence_by_flush);
+
+    OSC_UCXX.fence_barrier = true;
+    param("fence_barrier",
+          "A fence on a window whose processes all map each other's state segments (one "
+          "node, a shared-memory transport) synchronizes through those segments: one store "
+          "to a peer's segment and one wait per round of a dissemination barrier, instead "
+          "of the communicator's barrier (false: always the communicator's barrier)",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+          &OSC_UCXX.fence_barrier);
 
     OSC_UCXX.max_rails = 1;
     param("max_rails",

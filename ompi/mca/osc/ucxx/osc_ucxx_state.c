@@ -21,6 +21,8 @@
  *     to the target (osc_ucxx_acc_am.c).
  *   - serve, posts[i]: CPU only.  Only peers that map our state write them
  *     (posts[i] has one writer, rank i), and we only read them.
+ *   - barrier[k]: CPU only, one writer (the process 2^k ranks before the
+ *     owner), and only where every process maps every other's state.
  *   - am_exec: CPU only.  The owner takes it to run a user active message's
  *     handler, and so do origins that map the target (origin-side
  *     execution); others send their AMs to the owner.
@@ -312,6 +314,35 @@ int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, u
     }
     *count = __atomic_load_n(&module->state->fence.value, __ATOMIC_ACQUIRE);
     return OMPI_SUCCESS;
+}
+
+/* Fence barrier (module->fence_by_state): a dissemination barrier through
+ * the state segments, in place of the communicator's barrier, which costs
+ * a message each way through the PML (under MPI_THREAD_MULTIPLE its locks
+ * too).  Barrier number s (module->barrier_seq, the same count everywhere:
+ * fences synchronize in the same order on every process) takes
+ * ceil(log2 size) rounds; in round k we store s into slot k of the process
+ * 2^k ranks after us and wait until our own slot k holds s or more.  A slot
+ * has one writer and only grows, so nothing is reset between barriers: a
+ * value above s means its writer has already left barrier s, which it can
+ * only do once everyone has reached it.  The stores are releases and the
+ * waits acquire, so everything a process did before it reached the barrier
+ * (its operations, completed by the fence's flush, included) happens before
+ * anything any process does after leaving it.  The wait progresses the
+ * library: peers still completing operations on us may need our CPU. */
+void ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
+{
+    uint64_t seq = ++module->barrier_seq;
+    int size = module->size;
+
+    for (int k = 0, dist = 1; dist < size; ++k, dist <<= 1) {
+        ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module,
+                                                               (module->rank + dist) % size);
+        __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&module->state->barrier[k], __ATOMIC_ACQUIRE) < seq) {
+            opal_progress();
+        }
+    }
 }
 
 /* ------------------------------------------------------------------------- */

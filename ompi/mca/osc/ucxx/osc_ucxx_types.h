@@ -85,6 +85,7 @@ typedef struct ompi_osc_ucxx_component_t {
     int post_poll_interval;   /* wait loops: ucp progress calls per opal_progress */
     int yield_after;          /* wait loops: empty polls before they start to yield */
     int fence_by_flush;       /* ordering by endpoint flush: 1, 0, -1 auto (fence_link) */
+    bool fence_barrier;       /* fences synchronize through state segments where they can */
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
@@ -204,6 +205,7 @@ typedef struct {
 #define OSC_UCXX_STRIPES 32          /* accumulate stripe locks */
 #define OSC_UCXX_STRIPES_ALL 0xffffffffu  /* a mask that takes acc_all instead */
 #define OSC_UCXX_POST_SLOTS 1024     /* PSCW post slots (origin ranks below) */
+#define OSC_UCXX_BARRIER_ROUNDS 32   /* fence barrier: rounds for 2^32 processes */
 
 typedef struct {
     volatile uint64_t value;
@@ -218,6 +220,9 @@ typedef struct ompi_osc_ucxx_state_t {
     ompi_osc_ucxx_word_t serve;      /* peers on the node that need our CPU */
     ompi_osc_ucxx_word_t am_exec;    /* user active messages: handlers running on our
                                       * memory (a reader/writer word like lock) */
+    /* Fence barrier (osc_ucxx_state.c): slot k holds the last barrier that
+     * the process 2^k ranks before us reached; one writer each. */
+    volatile uint64_t barrier[OSC_UCXX_BARRIER_ROUNDS] __attribute__((aligned(64)));
     ompi_osc_ucxx_word_t acc_all;    /* accumulates: held by one bulk accumulate
                                       * that excludes every stripe at once */
     ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* stripe s covers every
@@ -233,6 +238,8 @@ typedef struct ompi_osc_ucxx_state_t {
 
 _Static_assert(sizeof(ompi_osc_ucxx_word_t) == 64, "one word per cache line");
 _Static_assert(OSC_UCXX_STATE(lock) == 0, "the lock word leads the segment");
+_Static_assert(OSC_UCXX_BARRIER_ROUNDS * sizeof(uint64_t) % 64 == 0,
+               "the barrier slots fill whole cache lines");
 _Static_assert(OSC_UCXX_STATE(acc_locks) % 64 == 0 &&
                OSC_UCXX_STATE(posts) == OSC_UCXX_STATE(acc_locks) + 64 * OSC_UCXX_STRIPES,
                "stripe locks are 64 bytes apart, the post slots follow them");

@@ -69,6 +69,7 @@ typedef struct {
     uint32_t share_len;   /* its shared pages' description follows the rkeys */
     uint32_t am_sysbuf;   /* active-message staging it keeps per origin */
     uint32_t acc_shift;   /* its accumulate stripe block, log2 */
+    uint32_t fence_barrier;  /* osc_ucxx_fence_barrier: all must agree to use it */
 } wire_info_t;
 
 /* ------------------------------------------------------------------------- */
@@ -386,6 +387,7 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     mine.share_len = ('\0' != module->share.name[0]) ? sizeof(module->share) : 0;
     mine.am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
     mine.acc_shift = module->acc_shift;
+    mine.fence_barrier = OSC_UCXX.fence_barrier;
 
     all = malloc(size * sizeof(*all));
     counts = malloc(size * sizeof(int));
@@ -399,8 +401,10 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     if (OMPI_SUCCESS != rc) {
         goto out;
     }
+    module->fence_by_state = true;
     for (int i = 0; i < size; ++i) {
         any_need |= (0 != all[i].need_addrs);
+        module->fence_by_state &= (0 != all[i].fence_barrier);
     }
     /* Everyone sees the same flags, so everyone agrees on what is sent. */
     for (int i = 0; i < size; ++i) {
@@ -671,6 +675,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
      * neighbour cannot be mapped, assume no peer can (same transports).
      * The same verdict decides the atomics policy for state words. */
     module->state_cpu = ompi_osc_ucxx_state_policy(module);
+    module->fence_by_state = module->fence_by_state && module->state_cpu;
     module->serve_always = !module->state_cpu;
     module->serve = module->serve_always || MPI_WIN_FLAVOR_DYNAMIC == flavor ||
                     ((MPI_WIN_FLAVOR_CREATE == flavor || MPI_WIN_FLAVOR_SHARED == flavor) &&
@@ -681,8 +686,9 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     rc = module->comm->c_coll->coll_barrier(module->comm,
                                             module->comm->c_coll->coll_barrier_module);
     if (OMPI_SUCCESS != rc) goto fail_registered;
-    OSC_UCXX_VERBOSE(10, "window %u created: flavor %d, %zu bytes, %d ranks", module->cid,
-                     flavor, size, module->size);
+    OSC_UCXX_VERBOSE(10, "window %u created: flavor %d, %zu bytes, %d ranks, fences through "
+                     "%s", module->cid, flavor, size, module->size,
+                     module->fence_by_state ? "state segments" : "the communicator's barrier");
     return OMPI_SUCCESS;
 
 fail_registered:

@@ -87,6 +87,10 @@ struct ompi_osc_ucxx_module_t {
     volatile int32_t nlocks;        /* MPI_Win_lock targets held */
     bool fence_open;                /* the last fence had no NOSUCCEED */
     uint64_t fence_count;           /* fences called */
+    bool fence_by_state;            /* fences synchronize through state segments:
+                                     * every process maps every other's (state_cpu)
+                                     * and none switched it off */
+    uint64_t barrier_seq;           /* fence barriers through state segments so far */
     volatile bool exposed;          /* PSCW: between post and wait/test */
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
     opal_mutex_t post_lock;         /* posts that arrived by active message: */
