@@ -19,6 +19,13 @@
 #include "osc_ucxx_share.h"
 #include "osc_ucxx_dynamic.h"
 
+/* A peer whose state segment heads its window's allocation (MPI_Win_allocate,
+ * osc_ucxx_window.c) publishes one rkey for both: no state rkey of its own. */
+static inline bool state_in_data(const ompi_osc_ucxx_peer_t *peer)
+{
+    return 0 == peer->state_rkey_len;
+}
+
 static int unpack_rkey(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
                        ucp_rkey_h *rkey)
 {
@@ -36,8 +43,9 @@ static int unpack_rkey(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, 
 static void lrow_destruct(ompi_osc_ucxx_lrow_t *row)
 {
     for (int i = 0; i < row->size; ++i) {
-        if (row->links[i].data_rkey) ucp_rkey_destroy(row->links[i].data_rkey);
-        if (row->links[i].state_rkey) ucp_rkey_destroy(row->links[i].state_rkey);
+        ucp_rkey_h data = row->links[i].data_rkey, state = row->links[i].state_rkey;
+        if (data) ucp_rkey_destroy(data);
+        if (state && state != data) ucp_rkey_destroy(state);
         ompi_osc_ucxx_dyn_cache_free(row->links[i].dyn);
     }
 }
@@ -106,8 +114,13 @@ ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
     if (OMPI_SUCCESS != ompi_osc_ucxx_worker_get_ep(worker,
                                                     ompi_comm_peer_lookup(module->comm, target),
                                                     &ep) ||
-        OMPI_SUCCESS != unpack_rkey(module, ep, target, false, &links[target].data_rkey) ||
-        OMPI_SUCCESS != unpack_rkey(module, ep, target, true, &links[target].state_rkey)) {
+        OMPI_SUCCESS != unpack_rkey(module, ep, target, false, &links[target].data_rkey)) {
+        goto out;
+    }
+    if (state_in_data(&module->peers[target])) {
+        links[target].state_rkey = links[target].data_rkey;
+    } else if (OMPI_SUCCESS != unpack_rkey(module, ep, target, true,
+                                           &links[target].state_rkey)) {
         goto out;
     }
     opal_atomic_wmb();
@@ -207,7 +220,12 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
                                    OSC_UCXX.main_worker,
                                    ompi_comm_peer_lookup(module->comm, target), &ep)) {
         peer->direct_data = map_direct(module, ep, target, false, peer->base);
-        peer->direct_state = map_direct(module, ep, target, true, peer->state);
+        if (!state_in_data(peer)) {
+            peer->direct_state = map_direct(module, ep, target, true, peer->state);
+        } else if (NULL != peer->direct_data) {
+            peer->direct_state = (ompi_osc_ucxx_state_t *) (peer->direct_data -
+                                                            (peer->base - peer->state));
+        }
         if (NULL == peer->direct_data && NULL != peer->direct_state && peer->shared) {
             map_shared(module, target);
         }

@@ -199,7 +199,9 @@ typedef struct {
 /* ------------------------------------------------------------------------- */
 /* The state segment                                                         */
 
-/* Every window exposes one (UCX-allocated, so one-sided on a node).  Each
+/* Every window exposes one (UCX-allocated, so one-sided on a node; for
+ * MPI_Win_allocate the pages before the window memory, in the same
+ * allocation and under the same rkey: osc_ucxx_window.c).  Each
  * word sits on its own cache line: they are hit by different processes for
  * different reasons.  Only osc_ucxx_state.c touches these words. */
 #define OSC_UCXX_STRIPES 32          /* accumulate stripe locks */

@@ -1,0 +1,144 @@
+/* alloc_layout: MPI_Win_allocate windows whose memory and synchronization
+ * state share one allocation (osc/ucxx puts the state segment on the pages
+ * before the window memory).  Neither may reach into the other:
+ *   - every rank fills all of its window with a pattern through plain
+ *     stores, first and last byte included, then the ranks synchronize with
+ *     every kind of call that uses the state (exclusive and shared locks,
+ *     lock_all, fence, PSCW) and move data with put, get, accumulate,
+ *     fetch_and_op and compare_and_swap on the first and last elements of
+ *     every peer's window;
+ *   - afterwards every element holds what the operations left or the
+ *     pattern, nothing else.
+ * Window sizes that are not whole pages (1 element, a page and one element,
+ * more), in two layouts: every rank with memory, and odd ranks with none
+ * (their state is then a segment of its own, and peers reach both kinds in
+ * one window).
+ */
+#include "testutil.h"
+#include <stdint.h>
+
+static int me, nprocs;
+
+static int64_t pattern(int rank, MPI_Aint i) { return (int64_t) 0x5a5a000000000000LL + rank * 1000003LL + i; }
+
+static void run(MPI_Aint nelem_mine, const char *what)
+{
+    MPI_Aint *nelem = malloc(nprocs * sizeof(MPI_Aint));
+    int64_t *base, one = 1, old = 0, cmp, got, val;
+    MPI_Win win;
+    MPI_Group world, others;
+    int *ranks = malloc(nprocs * sizeof(int)), nothers = 0;
+
+    MPI_Allgather(&nelem_mine, 1, MPI_AINT, nelem, 1, MPI_AINT, MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_allocate(nelem_mine * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
+                            MPI_COMM_WORLD, &base, &win));
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    for (MPI_Aint i = 0; i < nelem_mine; i++) base[i] = pattern(me, i);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Passive target: an exclusive lock per peer (a put to the last
+     * element), then shared locks (fetch_and_op on the first). */
+    for (int t = 0; t < nprocs; t++) {
+        if (0 == nelem[t]) continue;
+        val = -1 - me;
+        TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, win));
+        if (me == 0) TU_MPI(MPI_Put(&val, 1, MPI_INT64_T, t, nelem[t] - 1, 1, MPI_INT64_T, win));
+        TU_MPI(MPI_Win_unlock(t, win));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int t = 0; t < nprocs; t++) {
+        if (0 == nelem[t]) continue;
+        TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+        TU_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, t, 0, MPI_SUM, win));
+        TU_MPI(MPI_Win_unlock(t, win));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* lock_all: compare_and_swap on the last element of every peer, by
+     * rank 1 only (so the expected value is known), and a get of the first */
+    TU_MPI(MPI_Win_lock_all(0, win));
+    for (int t = 0; t < nprocs; t++) {
+        if (0 == nelem[t]) continue;
+        if (me == 1 % nprocs) {
+            cmp = nelem[t] > 1 ? -1 : -1 + nprocs;   /* rank 0's put (+ the fetch_and_ops) */
+            val = 4242;
+            TU_MPI(MPI_Compare_and_swap(&val, &cmp, &got, MPI_INT64_T, t, nelem[t] - 1, win));
+            TU_MPI(MPI_Win_flush(t, win));
+            TU_CHECK(got == cmp, "%s: compare_and_swap on rank %d's last element read %lld",
+                     what, t, (long long) got);
+        }
+    }
+    TU_MPI(MPI_Win_unlock_all(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Fence: every rank adds its rank + 1 to the first element of every peer */
+    TU_MPI(MPI_Win_fence(0, win));
+    for (int t = 0; t < nprocs; t++) {
+        int64_t add = me + 1;
+        if (nelem[t]) TU_MPI(MPI_Accumulate(&add, 1, MPI_INT64_T, t, 0, 1, MPI_INT64_T, MPI_SUM, win));
+    }
+    TU_MPI(MPI_Win_fence(0, win));
+
+    /* PSCW with every other rank: a get of each peer's last element */
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    for (int t = 0; t < nprocs; t++) if (t != me) ranks[nothers++] = t;
+    MPI_Group_incl(world, nothers, ranks, &others);
+    TU_MPI(MPI_Win_post(others, 0, win));
+    TU_MPI(MPI_Win_start(others, 0, win));
+    int64_t *last = calloc(nprocs, sizeof(int64_t));
+    for (int t = 0; t < nprocs; t++) {
+        if (t != me && nelem[t]) TU_MPI(MPI_Get(&last[t], 1, MPI_INT64_T, t, nelem[t] - 1, 1, MPI_INT64_T, win));
+    }
+    TU_MPI(MPI_Win_complete(win));
+    TU_MPI(MPI_Win_wait(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* The first element: pattern + nprocs fetch_and_ops + the sum of
+     * (rank + 1); the last: rank 0's put, then rank 1's swap to 4242 (one
+     * element: the swap replaces the put and the fetch_and_ops, then the
+     * accumulates add); everything in between: the pattern. */
+    int64_t sum = (int64_t) nprocs * (nprocs + 1) / 2;
+    for (int t = 0; t < nprocs; t++) {
+        if (t != me && nelem[t]) {
+            int64_t want = nelem[t] > 1 ? 4242 : 4242 + sum;  /* 1 element: first and last */
+            TU_CHECK(last[t] == want, "%s: rank %d's last element read %lld, want %lld", what,
+                     t, (long long) last[t], (long long) want);
+        }
+    }
+    for (MPI_Aint i = 0; i < nelem_mine; i++) {
+        int64_t want = pattern(me, i);
+        if (i == nelem_mine - 1) want = 4242;
+        if (i == 0) want = nelem_mine == 1 ? 4242 + sum : pattern(me, 0) + nprocs + sum;
+        TU_CHECK(base[i] == want, "%s: element %ld of %ld holds %lld, want %lld", what, (long) i,
+                 (long) nelem_mine, (long long) base[i], (long long) want);
+        if (base[i] != want) break;
+    }
+    free(last);
+    MPI_Group_free(&others);
+    MPI_Group_free(&world);
+    TU_MPI(MPI_Win_free(&win));
+    free(nelem);
+    free(ranks);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Aint sizes[] = { 1, 2, 512, 513, 4096 / 8 * 3 + 5 };
+    char what[64];
+
+    tu_parse_args(argc, argv);
+    tu_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    for (int odd_empty = 0; odd_empty < 2; odd_empty++) {
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            MPI_Aint n = (odd_empty && me % 2) ? 0 : sizes[s];
+            snprintf(what, sizeof(what), "%ld elements%s", (long) sizes[s],
+                     odd_empty ? ", odd ranks none" : "");
+            run(n, what);
+        }
+    }
+    int rc = tu_finish("alloc_layout");
+    MPI_Finalize();
+    return rc;
+}
