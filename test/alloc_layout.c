@@ -12,7 +12,10 @@
  * Window sizes that are not whole pages (1 element, a page and one element,
  * more), in two layouts: every rank with memory, and odd ranks with none
  * (their state is then a segment of its own, and peers reach both kinds in
- * one window).
+ * one window); then the sizes again in decreasing order, so that windows
+ * reuse the allocations of freed bigger ones (osc_ucxx_alloc_cache): the
+ * state must start afresh there and the old contents must not matter.
+ * The run lines also switch that reuse off.
  */
 #include "testutil.h"
 #include <stdint.h>
@@ -130,11 +133,13 @@ int main(int argc, char **argv)
     tu_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    for (int odd_empty = 0; odd_empty < 2; odd_empty++) {
-        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-            MPI_Aint n = (odd_empty && me % 2) ? 0 : sizes[s];
-            snprintf(what, sizeof(what), "%ld elements%s", (long) sizes[s],
-                     odd_empty ? ", odd ranks none" : "");
+    int nsizes = (int) (sizeof(sizes) / sizeof(sizes[0]));
+    for (int pass = 0; pass < 3; pass++) {   /* up, up with empty odd ranks, down */
+        for (int k = 0; k < nsizes; k++) {
+            MPI_Aint size = sizes[pass == 2 ? nsizes - 1 - k : k];
+            MPI_Aint n = (pass == 1 && me % 2) ? 0 : size;
+            snprintf(what, sizeof(what), "%ld elements%s", (long) size,
+                     pass == 1 ? ", odd ranks none" : pass == 2 ? " (sizes down)" : "");
             run(n, what);
         }
     }

@@ -74,6 +74,8 @@ typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam.c */
 /* ------------------------------------------------------------------------- */
 /* Component                                                                 */
 
+#define OSC_UCXX_KEPT_MAX 8     /* freed window allocations kept at most */
+
 typedef struct ompi_osc_ucxx_component_t {
     ompi_osc_base_component_t super;
 
@@ -92,6 +94,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool early_start;         /* bring UCX up during MPI_Init (osc_ucxx_worker.c) */
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
+    unsigned long alloc_cache;  /* bytes of freed MPI_Win_allocate memory kept (window.c) */
     int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */
     bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
     /* Accumulates (osc_ucxx_accumulate.c, osc_ucxx_acc_am.c) */
@@ -136,6 +139,9 @@ typedef struct ompi_osc_ucxx_component_t {
     opal_hash_table_t peer_addrs;  /* proc name -> ompi_osc_ucxx_addr_t */
     opal_hash_table_t windows;     /* communicator id -> core */
     ompi_osc_ucxx_module_t *zombies;  /* kept until finalize (see core_release) */
+    struct { ucp_mem_h memh; size_t len; } kept[OSC_UCXX_KEPT_MAX];  /* freed window
+                                               * allocations for reuse (window.c) */
+    int num_kept;
     opal_free_list_t requests;
     bool progress_registered;
     int num_modules;

@@ -329,6 +329,67 @@ static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh)
     return OMPI_SUCCESS;
 }
 
+/* Freed allocations kept for reuse.  An allocated window costs a
+ * shared-memory segment to create (UCX's sysv transport: shmget + shmat) and
+ * to free (shmdt, which gives the pages back): ~5 and ~7 us with 2 ranks,
+ * most of a free.  So the allocation of a freed MPI_Win_allocate window
+ * (state pages + window memory: one memh) is kept, up to
+ * osc_ucxx_alloc_cache bytes in all, for the next MPI_Win_allocate it fits
+ * (at most twice the bytes it needs).  Its old contents stay: MPI does not
+ * initialize MPI_Win_allocate's memory; the state pages are zeroed again.
+ * Nobody maps it any more: peers destroy their mappings when they free the
+ * window, after the free's barrier. */
+static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh)
+{
+    int best = -1;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (int i = 0; i < OSC_UCXX.num_kept; ++i) {
+        size_t have = OSC_UCXX.kept[i].len;
+        if (have >= *len && have / 2 <= *len &&
+            (best < 0 || have < OSC_UCXX.kept[best].len)) {
+            best = i;
+        }
+    }
+    if (best >= 0) {
+        *memh = OSC_UCXX.kept[best].memh;
+        *len = OSC_UCXX.kept[best].len;
+        OSC_UCXX.kept[best] = OSC_UCXX.kept[--OSC_UCXX.num_kept];
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    if (best < 0) {
+        return false;
+    }
+    OSC_UCXX_VERBOSE(10, "window memory: %zu bytes from a freed window", *len);
+    ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
+    (void) ucp_mem_query(*memh, &attr);  /* (it answered when it was made) */
+    *addr = attr.address;
+    return true;
+}
+
+static void kept_put(ucp_mem_h memh, size_t len)
+{
+    size_t total = len;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (int i = 0; i < OSC_UCXX.num_kept; ++i) total += OSC_UCXX.kept[i].len;
+    if (OSC_UCXX.num_kept < OSC_UCXX_KEPT_MAX && len <= OSC_UCXX.alloc_cache / 4 &&
+        total <= OSC_UCXX.alloc_cache) {
+        OSC_UCXX.kept[OSC_UCXX.num_kept].memh = memh;
+        OSC_UCXX.kept[OSC_UCXX.num_kept++].len = len;
+        memh = NULL;
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_VERBOSE(10, "window memory: %zu bytes %s", len, memh ? "released" : "kept");
+    if (NULL != memh) ucp_mem_unmap(OSC_UCXX.context, memh);
+}
+
+/* Finalize: every kept allocation goes back to UCX. */
+void ompi_osc_ucxx_kept_release(void)
+{
+    while (OSC_UCXX.num_kept > 0) {
+        ucp_mem_unmap(OSC_UCXX.context, OSC_UCXX.kept[--OSC_UCXX.num_kept].memh);
+    }
+}
+
 static int pack_rkey(ucp_mem_h memh, void **buf, size_t *len)
 {
     *buf = NULL;
@@ -492,7 +553,11 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_uam_release(module);  /* before the links its messages use */
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
-    if (NULL != module->data_memh) ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
+    if (0 != module->data_len) {
+        kept_put(module->data_memh, module->data_len);  /* MPI_Win_allocate's */
+    } else if (NULL != module->data_memh) {
+        ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
+    }
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
     ompi_osc_ucxx_share_release(&module->share);      /* (not ours for shared windows) */
     if (NULL != module->state_memh) ucp_mem_unmap(OSC_UCXX.context, module->state_memh);
@@ -616,8 +681,11 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
         if (size > 0) {
             size_t span = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
             void *all = NULL;
-            rc = map_memory(&all, span + size, true, &module->data_memh);
-            if (OMPI_SUCCESS != rc) goto fail;
+            module->data_len = span + size;
+            if (!kept_take(&module->data_len, &all, &module->data_memh)) {
+                rc = map_memory(&all, module->data_len, true, &module->data_memh);
+                if (OMPI_SUCCESS != rc) goto fail;
+            }
             module->state = all;
             module->base = (char *) all + span;
         }

@@ -38,6 +38,8 @@ struct ompi_osc_ucxx_module_t {
     int disp_unit;
     ucp_mem_h data_memh;
     ucp_mem_h state_memh;
+    size_t data_len;                /* MPI_Win_allocate: bytes of data_memh (state
+                                     * pages + window), kept for reuse at free */
     ompi_osc_ucxx_state_t *state;   /* our state segment (osc_ucxx_state.c) */
     size_t state_size;
     ompi_osc_ucxx_share_t share;    /* MPI_Win_create memory shared on the node */
@@ -165,6 +167,8 @@ void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective)
 void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
 bool ompi_osc_ucxx_all_on_node(ompi_osc_ucxx_module_t *module);
+/* Finalize: the freed window allocations kept for reuse go back to UCX. */
+void ompi_osc_ucxx_kept_release(void);
 /* The core a window communicator's context id names (component.c), for
  * active messages. */
 ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid);

@@ -558,6 +558,7 @@ void ompi_osc_ucxx_context_fini(void)
     opal_hash_table_remove_all(&OSC_UCXX.peer_addrs);
 
     ompi_osc_ucxx_am_fini();
+    ompi_osc_ucxx_kept_release();
     ucp_cleanup(OSC_UCXX.context);
     OSC_UCXX.context = NULL;
 }
