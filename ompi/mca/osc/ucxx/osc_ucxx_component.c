@@ -274,10 +274,11 @@ static int component_register(void)
 
     OSC_UCXX.alloc_cache = 4UL << 20;
     param("alloc_cache",
-          "Bytes of freed MPI_Win_allocate memory (with its state pages) kept for the next "
-          "MPI_Win_allocate of up to that size and at least half of it, at most 8 "
-          "allocations, none larger than a quarter of this: creating and freeing a window "
-          "then costs no shared-memory segment; 0: none kept. Released at MPI_Finalize",
+          "Bytes of what freed windows allocated (MPI_Win_allocate memory with its state "
+          "pages, other windows' state segments) kept for the next window that needs at "
+          "most that many bytes and at least half of them, at most 8 allocations, none "
+          "larger than a quarter of this: creating and freeing a window then costs no "
+          "shared-memory segment; 0: none kept. Released at MPI_Finalize",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.alloc_cache);
 

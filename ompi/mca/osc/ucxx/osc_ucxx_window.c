@@ -329,16 +329,16 @@ static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh)
     return OMPI_SUCCESS;
 }
 
-/* Freed allocations kept for reuse.  An allocated window costs a
- * shared-memory segment to create (UCX's sysv transport: shmget + shmat) and
- * to free (shmdt, which gives the pages back): ~5 and ~7 us with 2 ranks,
- * most of a free.  So the allocation of a freed MPI_Win_allocate window
- * (state pages + window memory: one memh) is kept, up to
- * osc_ucxx_alloc_cache bytes in all, for the next MPI_Win_allocate it fits
- * (at most twice the bytes it needs).  Its old contents stay: MPI does not
- * initialize MPI_Win_allocate's memory; the state pages are zeroed again.
- * Nobody maps it any more: peers destroy their mappings when they free the
- * window, after the free's barrier. */
+/* Freed allocations kept for reuse.  A UCX allocation costs a shared-memory
+ * segment to make (UCX's sysv transport: shmget + shmat) and to free (shmdt,
+ * which gives the pages back): ~5 and ~7 us with 2 ranks, most of a window's
+ * free.  So what a freed window allocated (an MPI_Win_allocate window's
+ * state pages + memory, one memh; any other window's state segment) is kept,
+ * up to osc_ucxx_alloc_cache bytes in all, for the next window it fits (at
+ * most twice the bytes needed).  Old contents stay: MPI does not initialize
+ * MPI_Win_allocate's memory, and state segments are zeroed again.  Nobody
+ * maps it any more: peers destroy their mappings when they free the window,
+ * after the free's barrier. */
 static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh)
 {
     int best = -1;
@@ -560,7 +560,7 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     }
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
     ompi_osc_ucxx_share_release(&module->share);      /* (not ours for shared windows) */
-    if (NULL != module->state_memh) ucp_mem_unmap(OSC_UCXX.context, module->state_memh);
+    if (NULL != module->state_memh) kept_put(module->state_memh, module->state_len);
     if (NULL != module->comm) ompi_comm_free(&module->comm);
     if (NULL != module->access) OBJ_RELEASE(module->access);
     free(module->peers);
@@ -722,10 +722,14 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
         }
     }
 
-    /* Its own UCX allocation where it is not at the head of the window's. */
+    /* Its own UCX allocation where it is not at the head of the window's
+     * (a freed window's, where one fits). */
     if (NULL == module->state) {
-        rc = map_memory(&state, module->state_size, true, &module->state_memh);
-        if (OMPI_SUCCESS != rc) goto fail;
+        module->state_len = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
+        if (!kept_take(&module->state_len, &state, &module->state_memh)) {
+            rc = map_memory(&state, module->state_len, true, &module->state_memh);
+            if (OMPI_SUCCESS != rc) goto fail;
+        }
         module->state = state;
     }
     memset(module->state, 0, module->state_size);

@@ -37,7 +37,8 @@ struct ompi_osc_ucxx_module_t {
     size_t len;
     int disp_unit;
     ucp_mem_h data_memh;
-    ucp_mem_h state_memh;
+    ucp_mem_h state_memh;           /* (not where the state heads data_memh) */
+    size_t state_len;               /* bytes of state_memh */
     size_t data_len;                /* MPI_Win_allocate: bytes of data_memh (state
                                      * pages + window), kept for reuse at free */
     ompi_osc_ucxx_state_t *state;   /* our state segment (osc_ucxx_state.c) */
