@@ -120,7 +120,8 @@ static int component_register(void)
           "A fence on a window whose processes all map each other's state segments (one "
           "node, a shared-memory transport) synchronizes through those segments: one store "
           "to a peer's segment and one wait per round of a dissemination barrier, instead "
-          "of the communicator's barrier (false: always the communicator's barrier)",
+          "of the communicator's barrier (false: always the communicator's barrier; one "
+          "process of a window that says false makes all of them use it)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
           &OSC_UCXX.fence_barrier);
 
