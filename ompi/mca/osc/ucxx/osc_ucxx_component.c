@@ -277,7 +277,7 @@ static int component_register(void)
     param("alloc_cache",
           "Bytes of what freed windows allocated (MPI_Win_allocate memory with its state "
           "pages, other windows' state segments) kept for the next window that needs at "
-          "most that many bytes and at least half of them, at most 8 allocations, none "
+          "most that many bytes and at least half of them, at most 32 allocations, none "
           "larger than a quarter of this: creating and freeing a window then costs no "
           "shared-memory segment; 0: none kept. Released at MPI_Finalize",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,

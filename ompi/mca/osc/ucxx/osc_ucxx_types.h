@@ -74,7 +74,7 @@ typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam.c */
 /* ------------------------------------------------------------------------- */
 /* Component                                                                 */
 
-#define OSC_UCXX_KEPT_MAX 8     /* freed window allocations kept at most */
+#define OSC_UCXX_KEPT_MAX 32    /* freed window allocations kept at most */
 
 typedef struct ompi_osc_ucxx_component_t {
     ompi_osc_base_component_t super;
