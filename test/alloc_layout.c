@@ -15,10 +15,15 @@
  * one window); then the sizes again in decreasing order, so that windows
  * reuse the allocations of freed bigger ones (osc_ucxx_alloc_cache): the
  * state must start afresh there and the old contents must not matter.
- * The run lines also switch that reuse off.
+ * The run lines also switch that reuse off.  Last, an MPI_Win_allocate that
+ * cannot be mapped (1 GiB with the address space limited to 256 MiB more
+ * than the process uses) must fail with an error on every rank and leave
+ * nothing behind that breaks later windows.
  */
 #include "testutil.h"
 #include <stdint.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static int me, nprocs;
 
@@ -124,6 +129,38 @@ static void run(MPI_Aint nelem_mine, const char *what)
     free(ranks);
 }
 
+/* MPI_Win_allocate of 1 GiB that cannot be mapped (RLIMIT_AS). */
+static void unmappable(void)
+{
+    struct rlimit old, lim;
+    unsigned long vm_pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    MPI_Win win;
+    void *base = NULL;
+    int err, cls = MPI_SUCCESS;
+
+    if (NULL == f || 1 != fscanf(f, "%lu", &vm_pages) || 0 != getrlimit(RLIMIT_AS, &old)) {
+        TU_CHECK(0, "cannot read the address space size or limit");
+        if (f) fclose(f);
+        return;
+    }
+    fclose(f);
+    lim = old;
+    lim.rlim_cur = vm_pages * (rlim_t) sysconf(_SC_PAGESIZE) + ((rlim_t) 256 << 20);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    TU_CHECK(0 == setrlimit(RLIMIT_AS, &lim), "setrlimit failed");
+    err = MPI_Win_allocate((MPI_Aint) 1 << 30, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    setrlimit(RLIMIT_AS, &old);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    if (MPI_SUCCESS != err) MPI_Error_class(err, &cls);
+    /* (Open MPI 4.1's binding reports every failed creation as MPI_ERR_WIN) */
+    TU_CHECK(MPI_ERR_NO_MEM == cls || MPI_ERR_WIN == cls, "MPI_Win_allocate of 1 GiB past "
+             "RLIMIT_AS: error class %d, want MPI_ERR_NO_MEM (%d) or MPI_ERR_WIN (%d)", cls,
+             MPI_ERR_NO_MEM, MPI_ERR_WIN);
+    if (MPI_SUCCESS == err) MPI_Win_free(&win);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Aint sizes[] = { 1, 2, 512, 513, 4096 / 8 * 3 + 5 };
@@ -143,6 +180,8 @@ int main(int argc, char **argv)
             run(n, what);
         }
     }
+    unmappable();
+    for (int k = 0; k < 2; k++) run(sizes[k], "after a failed MPI_Win_allocate");
     int rc = tu_finish("alloc_layout");
     MPI_Finalize();
     return rc;

@@ -47,8 +47,7 @@
 static int barrier(ompi_osc_ucxx_module_t *module)
 {
     if (module->fence_by_state) {
-        ompi_osc_ucxx_state_barrier(module);
-        return OMPI_SUCCESS;
+        return ompi_osc_ucxx_state_barrier(module);
     }
     return module->comm->c_coll->coll_barrier(module->comm,
                                               module->comm->c_coll->coll_barrier_module);

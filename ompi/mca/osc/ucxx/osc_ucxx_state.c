@@ -338,21 +338,27 @@ int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, u
  * scheduler put two on one core for a while), the handoff cost ~9 us per
  * fence with the 256 polls before a yield, ~2 us after 16; where it does
  * not, a fence that waits that long is waiting for a late process anyway. */
-void ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
+int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
 {
     uint64_t seq = ++module->barrier_seq;
     int size = module->size, yield_after = (OSC_UCXX.yield_after + 15) / 16;
 
     for (int k = 0, dist = 1; dist < size; ++k, dist <<= 1) {
-        ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module,
-                                                               (module->rank + dist) % size);
-        int spins = 0;
-        __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
+        int peer = (module->rank + dist) % size, spins = 0;
+        ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module, peer);
+        if (OPAL_LIKELY(NULL != to)) {
+            __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
+        } else {  /* (state_cpu judged by one neighbour: as amo() does) */
+            int rc = ucx_amo(module, peer, OSC_UCXX_STATE(barrier[k]), UCP_ATOMIC_OP_SWAP, seq,
+                             0, NULL);
+            if (OMPI_SUCCESS != rc) return rc;
+        }
         while (__atomic_load_n(&module->state->barrier[k], __ATOMIC_ACQUIRE) < seq) {
             opal_progress();
             if (OSC_UCXX.yield_after > 0 && ++spins >= yield_after) sched_yield();
         }
     }
+    return OMPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------- */

@@ -40,7 +40,7 @@ int ompi_osc_ucxx_state_fence_publish(ompi_osc_ucxx_module_t *module, uint64_t c
 int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, uint64_t *count);
 /* The closing fence's barrier where module->fence_by_state (all processes
  * call it in the same order). */
-void ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module);
+int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module);
 
 /* PSCW: posts through per-origin slots where the origin maps our state;
  * completions counted in the target's complete word. */

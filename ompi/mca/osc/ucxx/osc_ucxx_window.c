@@ -553,7 +553,7 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_uam_release(module);  /* before the links its messages use */
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
-    if (0 != module->data_len) {
+    if (NULL != module->data_memh && 0 != module->data_len) {
         kept_put(module->data_memh, module->data_len);  /* MPI_Win_allocate's */
     } else if (NULL != module->data_memh) {
         ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
