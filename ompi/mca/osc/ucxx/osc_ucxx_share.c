@@ -45,8 +45,11 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "opal/util/show_help.h"
 
 #include "osc_ucxx_share.h"
 #include "osc_ucxx_wprotect.h"
@@ -550,11 +553,22 @@ void ompi_osc_ucxx_share_fini(void)
 /* ------------------------------------------------------------------------- */
 /* MPI_Win_allocate_shared */
 
+/* Is there room in SHM_PREFIX for a segment of `len` bytes?  The file is
+ * sparse, so it could be made and mapped anyway, but the first store past
+ * the free space would be a SIGBUS in the application. */
+static bool shm_can_hold(uint64_t len)
+{
+    struct statvfs fs;
+    if (0 != statvfs(SHM_PREFIX, &fs)) return true;  /* cannot tell: try */
+    return len / fs.f_frsize <= (uint64_t) fs.f_bavail;
+}
+
 /* Rank 0 makes an object for the whole group (segments back to back in rank
  * order, or each on its own pages with alloc_shared_noncontig), everyone
  * maps it, and rank 0 unlinks it at once: nothing is left in /dev/shm, and
  * the memory goes when the last process unmaps it.  Collective; every rank
- * returns the same verdict. */
+ * returns the same verdict (a segment larger than /dev/shm's free space is
+ * refused). */
 int ompi_osc_ucxx_share_segment(ompi_communicator_t *comm, size_t size, bool noncontig,
                                 ompi_osc_ucxx_shseg_t **out, ompi_osc_ucxx_share_t *desc)
 {
@@ -580,7 +594,10 @@ int ompi_osc_ucxx_share_segment(ompi_communicator_t *comm, size_t size, bool non
     seg->len = (size_t) ((seg->offsets[nprocs] + page - 1) & ~(page - 1));
     if (0 == seg->len) seg->len = (size_t) page;
 
-    if (0 == me) {
+    if (0 == me && !shm_can_hold(seg->len)) {
+        opal_show_help("help-osc-ucxx.txt", "window too large", true, (size_t) seg->len,
+                       "the free space of " SHM_PREFIX);
+    } else if (0 == me) {
         int fd = -1;
         OSC_UCXX_LOCK(&OSC_UCXX.lock);
         if (own_dir_ready()) {
@@ -622,7 +639,7 @@ int ompi_osc_ucxx_share_segment(ompi_communicator_t *comm, size_t size, bool non
 fail:
     ompi_osc_ucxx_share_segment_free(seg);
     *out = NULL;
-    return OMPI_SUCCESS != rc ? rc : OMPI_ERR_OUT_OF_RESOURCE;
+    return OMPI_SUCCESS != rc ? rc : MPI_ERR_NO_MEM;
 }
 
 void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg)

@@ -6,10 +6,15 @@
  * MPI_Win_shared_query.  Creation is one collective exchange: each process's
  * window layout and packed rkeys, plus the worker addresses of peers some
  * member has not met yet; links and mappings are made later, on first use
- * (osc_ucxx_target.c).
+ * (osc_ucxx_target.c).  It also says whether the process's setup failed
+ * (its memory, typically): then every process fails the creation, since
+ * each asks for its own size and one cannot leave the others waiting.
  */
 
 #include "ompi_config.h"
+
+#include <stdint.h>
+#include <sys/sysinfo.h>
 
 #include "opal/align.h"
 #include "opal/util/info_subscriber.h"
@@ -72,6 +77,7 @@ typedef struct {
     uint32_t am_sysbuf;   /* active-message staging it keeps per origin */
     uint32_t acc_shift;   /* its accumulate stripe block, log2 */
     uint32_t fence_barrier;  /* osc_ucxx_fence_barrier: all must agree to use it */
+    int32_t status;       /* its setup failed (an OMPI error code): everyone gives up */
 } wire_info_t;
 
 /* ------------------------------------------------------------------------- */
@@ -318,7 +324,7 @@ static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh)
     if (UCS_OK != status) {
         opal_show_help("help-osc-ucxx.txt", "mem map failed", true, len,
                        ucs_status_string(status));
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        return MPI_ERR_NO_MEM;  /* an MPI class passes through; OUT_OF_RESOURCE would be INTERN */
     }
     attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
     if (UCS_OK != ucp_mem_query(*memh, &attr)) {
@@ -415,7 +421,7 @@ static bool all_addrs_known(ompi_communicator_t *comm)
     return true;
 }
 
-static int exchange(ompi_osc_ucxx_module_t *module)
+static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
 {
     ompi_communicator_t *comm = module->comm;
     int size = module->size, rc;
@@ -428,17 +434,19 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     bool any_need = false;
     size_t total = 0, blob_total = 0;
 
-    rc = pack_rkey(module->data_memh, &data_rkey, &data_rkey_len);
-    if (OMPI_SUCCESS == rc) {
-        rc = pack_rkey(module->state_memh, &state_rkey, &state_rkey_len);
+    if (OMPI_SUCCESS == local_rc) {
+        local_rc = pack_rkey(module->data_memh, &data_rkey, &data_rkey_len);
     }
-    if (OMPI_SUCCESS != rc ||
+    if (OMPI_SUCCESS == local_rc) {
+        local_rc = pack_rkey(module->state_memh, &state_rkey, &state_rkey_len);
+    }
+    if (OMPI_SUCCESS == local_rc &&
         UCS_OK != ucp_worker_get_address(OSC_UCXX.main_worker->ucp, &addr, &addr_len)) {
-        rc = OMPI_ERROR;
-        goto out;
+        local_rc = OMPI_ERROR;
     }
 
     memset(&mine, 0, sizeof(mine));
+    mine.status = local_rc;
     mine.base = (uint64_t) (uintptr_t) module->base;
     mine.size = module->len;
     mine.state = (uint64_t) (uintptr_t) module->state;
@@ -468,6 +476,14 @@ static int exchange(ompi_osc_ucxx_module_t *module)
     for (int i = 0; i < size; ++i) {
         any_need |= (0 != all[i].need_addrs);
         module->fence_by_state &= (0 != all[i].fence_barrier);
+        if (OMPI_SUCCESS == rc && OMPI_SUCCESS != all[i].status) {
+            rc = i == module->rank ? local_rc : all[i].status;
+            OSC_UCXX_VERBOSE(10, "window creation: rank %d failed (%d), so does this one", i,
+                             all[i].status);
+        }
+    }
+    if (OMPI_SUCCESS != rc) {
+        goto out;
     }
     /* Everyone sees the same flags, so everyone agrees on what is sent. */
     for (int i = 0; i < size; ++i) {
@@ -627,13 +643,105 @@ static void read_am_keys(ompi_osc_ucxx_module_t *module, struct opal_info_t *inf
     }
 }
 
+/* Can the machine back `len` bytes of shared memory at all?  Past its
+ * memory and swap together, nothing can: refuse before UCX tries, because
+ * its POSIX allocator writes the whole length into /dev/shm to test that the
+ * space exists, which fills /dev/shm and takes the OOM killer first. */
+static bool machine_can_hold(size_t len)
+{
+    struct sysinfo si;
+    if (0 != sysinfo(&si)) return true;  /* cannot tell: let UCX decide */
+    return len / si.mem_unit <= (size_t) si.totalram + si.totalswap;
+}
+
+/* The window's memory: allocated by UCX where we allocate it, so peers on
+ * the node get true one-sided access; registered where the user owns it.
+ * An allocated window and its state segment are one UCX allocation, the
+ * state on the first page(s), the window from the next page on: one rkey, so
+ * creating, mapping (each peer, each worker's link), unmapping and freeing
+ * cost one shared-memory segment instead of two (with UCX's sysv transport a
+ * shmget/shmat/shmdt each: ~6 us of creation and ~6 us of free with 2
+ * ranks).  Failures are this process's; the caller makes them everyone's. */
+static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t size, int flavor,
+                         opal_info_t *info)
+{
+    int rc;
+
+    if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
+        module->base = NULL;
+        *base = NULL;
+        if (size > 0) {
+            size_t span = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
+            void *all = NULL;
+            module->data_len = span + size;
+            if (size > SIZE_MAX - span || !machine_can_hold(module->data_len)) {
+                opal_show_help("help-osc-ucxx.txt", "window too large", true, size,
+                               "the machine's memory and swap together");
+                module->data_len = 0;
+                return MPI_ERR_NO_MEM;
+            }
+            if (!kept_take(&module->data_len, &all, &module->data_memh)) {
+                rc = map_memory(&all, module->data_len, true, &module->data_memh);
+                if (OMPI_SUCCESS != rc) return rc;
+            }
+            module->state = all;
+            module->base = (char *) all + span;
+        }
+        *base = module->base;
+    } else if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
+        module->base = NULL;   /* displacements are addresses; memory comes by attach */
+        module->len = 0;
+        ompi_osc_ucxx_share_prepare();  /* well before the first attach */
+    } else if (MPI_WIN_FLAVOR_SHARED == flavor) {
+        if (!ompi_osc_ucxx_all_on_node(module)) {
+            OSC_UCXX_VERBOSE(10, "MPI_Win_allocate_shared over ranks on several nodes");
+            return OMPI_ERR_RMA_SHARED;  /* the same verdict on every rank */
+        }
+        rc = ompi_osc_ucxx_share_segment(module->comm, size,
+                                         info_flag(info, "alloc_shared_noncontig"),
+                                         &module->shseg, &module->share);
+        if (OMPI_SUCCESS != rc) return rc;
+        module->base = module->shseg->map + module->shseg->offsets[module->rank];
+        *base = module->base;
+        if (size > 0) {
+            void *addr = module->base;  /* registered for peers that cannot map it */
+            return map_memory(&addr, size, false, &module->data_memh);
+        }
+    } else {
+        module->base = *base;
+        if (size > 0) {
+            void *addr = *base;
+            /* before registering: the move changes the pages behind the addresses */
+            ompi_osc_ucxx_share_user(*base, size, &module->share);
+            return map_memory(&addr, size, false, &module->data_memh);
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/* The state segment, zeroed: its own UCX allocation where it is not at the
+ * head of the window's (a freed window's, where one fits). */
+static int state_memory(ompi_osc_ucxx_module_t *module)
+{
+    if (NULL == module->state) {
+        void *state = NULL;
+        module->state_len = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
+        if (!kept_take(&module->state_len, &state, &module->state_memh)) {
+            int rc = map_memory(&state, module->state_len, true, &module->state_memh);
+            if (OMPI_SUCCESS != rc) return rc;
+        }
+        module->state = state;
+    }
+    memset(module->state, 0, module->state_size);
+    return OMPI_SUCCESS;
+}
+
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
                                 int disp_unit, struct ompi_communicator_t *comm,
                                 struct opal_info_t *info, int flavor, int *model)
 {
     ompi_osc_ucxx_module_t *module;
     ompi_osc_ucxx_view_t *view = NULL;
-    void *state = NULL;
     int rc;
 
     rc = ompi_osc_ucxx_context_init();
@@ -668,81 +776,18 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
                                                           ? module->size
                                                           : OSC_UCXX_POST_SLOTS);
 
-    /* Window memory: allocated by UCX where we allocate it, so peers on the
-     * node get true one-sided access; registered where the user owns it.
-     * An allocated window and its state segment are one UCX allocation, the
-     * state on the first page(s), the window from the next page on: one
-     * rkey, so creating, mapping (each peer, each worker's link), unmapping
-     * and freeing cost one shared-memory segment instead of two (with UCX's
-     * sysv transport a shmget/shmat/shmdt each: ~6 us of creation and ~6 us
-     * of free with 2 ranks). */
-    if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
-        module->base = NULL;
-        if (size > 0) {
-            size_t span = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
-            void *all = NULL;
-            module->data_len = span + size;
-            if (!kept_take(&module->data_len, &all, &module->data_memh)) {
-                rc = map_memory(&all, module->data_len, true, &module->data_memh);
-                if (OMPI_SUCCESS != rc) goto fail;
-            }
-            module->state = all;
-            module->base = (char *) all + span;
-        }
-        *base = module->base;
-    } else if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
-        module->base = NULL;   /* displacements are addresses; memory comes by attach */
-        module->len = 0;
-        ompi_osc_ucxx_share_prepare();  /* well before the first attach */
-    } else if (MPI_WIN_FLAVOR_SHARED == flavor) {
-        if (!ompi_osc_ucxx_all_on_node(module)) {
-            OSC_UCXX_VERBOSE(10, "MPI_Win_allocate_shared over ranks on several nodes");
-            rc = OMPI_ERR_RMA_SHARED;  /* the same verdict on every rank */
-            goto fail;
-        }
-        rc = ompi_osc_ucxx_share_segment(module->comm, size,
-                                         info_flag(info, "alloc_shared_noncontig"),
-                                         &module->shseg, &module->share);
-        if (OMPI_SUCCESS != rc) goto fail;
-        module->base = module->shseg->map + module->shseg->offsets[module->rank];
-        *base = module->base;
-        if (size > 0) {
-            void *addr = module->base;  /* registered for peers that cannot map it */
-            rc = map_memory(&addr, size, false, &module->data_memh);
-            if (OMPI_SUCCESS != rc) goto fail;
-        }
-    } else {
-        module->base = *base;
-        if (size > 0) {
-            void *addr = *base;
-            /* before registering: the move changes the pages behind the addresses */
-            ompi_osc_ucxx_share_user(*base, size, &module->share);
-            rc = map_memory(&addr, size, false, &module->data_memh);
-            if (OMPI_SUCCESS != rc) goto fail;
-        }
+    rc = window_memory(module, base, size, flavor, info);
+    if (OMPI_SUCCESS == rc) rc = state_memory(module);
+    if (OMPI_SUCCESS == rc) {
+        module->ltab = calloc(1, sizeof(ompi_osc_ucxx_ltab_t) +
+                                     OSC_UCXX.workers_cap * sizeof(ompi_osc_ucxx_lrow_t *));
+        if (NULL == module->ltab) rc = OMPI_ERR_OUT_OF_RESOURCE;
+        else module->ltab->cap = OSC_UCXX.workers_cap;
     }
-
-    /* Its own UCX allocation where it is not at the head of the window's
-     * (a freed window's, where one fits). */
-    if (NULL == module->state) {
-        module->state_len = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
-        if (!kept_take(&module->state_len, &state, &module->state_memh)) {
-            rc = map_memory(&state, module->state_len, true, &module->state_memh);
-            if (OMPI_SUCCESS != rc) goto fail;
-        }
-        module->state = state;
-    }
-    memset(module->state, 0, module->state_size);
-
-    module->ltab = calloc(1, sizeof(ompi_osc_ucxx_ltab_t) +
-                                 OSC_UCXX.workers_cap * sizeof(ompi_osc_ucxx_lrow_t *));
-    if (NULL == module->ltab) {
-        rc = OMPI_ERR_OUT_OF_RESOURCE;
-        goto fail;
-    }
-    module->ltab->cap = OSC_UCXX.workers_cap;
-
-    rc = exchange(module);
+    /* A failure so far may be this process's alone (each asks for its own
+     * size): the exchange carries it, so that every process fails together
+     * and none waits in a collective for a peer that gave up. */
+    rc = exchange(module, rc);
     if (OMPI_SUCCESS != rc) goto fail;
 
     view = ompi_osc_ucxx_view_new(module, true);
