@@ -39,7 +39,7 @@ struct ompi_osc_ucxx_epoch_t {
     volatile bool ops;        /* fence: an operation was issued in it */
     bool check_fence;         /* fence: opened without a barrier */
     bool open_free;           /* fence: targets open without the lock */
-    opal_mutex_t lock;        /* opening a target; changing kind */
+    ompi_osc_ucxx_spin_t lock;  /* opening a target; changing kind */
     int *targets;             /* what it opened (fence, lock_all) or names (start) */
     int count, cap;
     int unposted;             /* start: members whose post is not consumed yet */
