@@ -6,8 +6,10 @@
  *                      lock; unlock_all without lock_all; unlock of a target
  *                      other than the locked one (the real epoch then closes).
  *   MPI_ERR_RMA_RANGE: put / get past the end of the target's window
- *                      (entirely past it, and straddling the end), inside
- *                      lock and lock_all epochs; the epoch then closes normally.
+ *                      (entirely past it, and straddling the end), at a
+ *                      negative displacement and at one whose byte offset
+ *                      wraps past 2^64 (to 0), inside lock and lock_all
+ *                      epochs; the epoch then closes normally.
  *   MPI_ERR_RANK:      lock / put / get with target nprocs and -5.
  *   MPI_PROC_NULL as target is valid and moves nothing.
  * Stock components (4.1.4): osc/rdma passes on create and allocate windows;
@@ -133,6 +135,17 @@ static void run(int flavor)
            MPI_ERR_RMA_RANGE, "put straddling the end");
     EXPECT(MPI_Get(res, 1, MPI_INT, next, tu_disp(w, next, nints + 1000), 1, MPI_INT, w->win),
            MPI_ERR_RMA_RANGE, "get far past the end");
+    if (TU_DYNAMIC != flavor) {   /* (dynamic: displacements are addresses) */
+        /* 2^62 ints of 4 bytes: 2^64 bytes, which wraps to offset 0 */
+        EXPECT(MPI_Put(buf, 1, MPI_INT, next, (MPI_Aint) 1 << 62, 1, MPI_INT, w->win),
+               MPI_ERR_RMA_RANGE, "put at a displacement whose byte offset wraps");
+        EXPECT(MPI_Get(res, 1, MPI_INT, next, ((MPI_Aint) 1 << 62) + 1, 1, MPI_INT, w->win),
+               MPI_ERR_RMA_RANGE, "get at a displacement whose byte offset wraps");
+        int cls = tu_err_class(MPI_Put(buf, 1, MPI_INT, next, -1, 1, MPI_INT, w->win));
+        TU_CHECK(MPI_ERR_RMA_RANGE == cls || MPI_ERR_DISP == cls, "put at displacement -1 "
+                 "(%s): class %d (%s), expected MPI_ERR_RMA_RANGE or MPI_ERR_DISP (Open MPI's "
+                 "binding)", tu_flavor_names[w->flavor], cls, class_name(cls));
+    }
     EXPECT(MPI_Win_unlock(next, w->win), MPI_SUCCESS, "unlock after range errors");
     still_works(w, "range errors under lock");
     TU_MPI(MPI_Win_lock_all(0, w->win));

@@ -230,6 +230,9 @@ int main(int argc, char **argv)
                      "put just past the window size (inside the handle's memory)");
         EXPECT_CLASS(MPI_Get(&r, 2, MPI_INT64_T, prev, NM - 3, 2, MPI_INT64_T, w), MPI_ERR_RMA_RANGE,
                      "get straddling the window's end");
+        /* 2^61 elements of 8 bytes: 2^64 bytes, which wraps to the handle's base */
+        EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT64_T, prev, (MPI_Aint) 1 << 61, 1, MPI_INT64_T, w),
+                     MPI_ERR_RMA_RANGE, "put at a displacement whose byte offset wraps");
         TU_MPI(MPI_Put(&v, 1, MPI_INT64_T, prev, NM - 3, 1, MPI_INT64_T, w));
         TU_MPI(MPI_Win_flush(prev, w));
         TU_MPI(MPI_Get(&r, 1, MPI_INT64_T, prev, NM - 3, 1, MPI_INT64_T, w));

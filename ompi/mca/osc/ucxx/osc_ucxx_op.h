@@ -43,7 +43,9 @@ static inline int ompi_osc_ucxx_window_range(ompi_osc_ucxx_target_t *t, ptrdiff_
     ompi_osc_ucxx_peer_t *peer = t->peer;
     ptrdiff_t lb, extent, true_lb, true_extent, first, end, offset;
 
-    offset = disp * (ptrdiff_t) peer->disp_unit;
+    if (OPAL_UNLIKELY(__builtin_mul_overflow(disp, (ptrdiff_t) peer->disp_unit, &offset))) {
+        return OMPI_ERR_RMA_RANGE;  /* (wrapped, it would land inside the window) */
+    }
     t->remote = peer->base + offset;
     t->lo = t->hi = t->remote;
     if (0 == count || 0 == dt->super.size) {

@@ -248,6 +248,7 @@ int ompi_osc_ucxx_memhandle_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int
                                   struct ompi_datatype_t *dt)
 {
     ompi_osc_ucxx_view_t *view = t->view;
+    ptrdiff_t offset;
     int rc;
 
     if (t->rank != view->mh_target) {
@@ -256,11 +257,11 @@ int ompi_osc_ucxx_memhandle_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int
     if (0 == count || 0 == dt->super.size) {
         return ompi_osc_ucxx_window_range(t, 0, 0, dt);
     }
-    if (disp < 0) {
-        return OMPI_ERR_RMA_RANGE;
+    if (disp < 0 || __builtin_mul_overflow(disp, (ptrdiff_t) view->mh_disp_unit, &offset) ||
+        __builtin_add_overflow(offset, (ptrdiff_t) view->mh_base, &offset)) {
+        return OMPI_ERR_RMA_RANGE;  /* (wrapped, it could land inside the handle) */
     }
-    rc = ompi_osc_ucxx_window_range(t, (ptrdiff_t) view->mh_base + disp * view->mh_disp_unit,
-                                    count, dt);
+    rc = ompi_osc_ucxx_window_range(t, offset, count, dt);
     if (OMPI_SUCCESS == rc && count > 0 &&
         (t->lo < view->mh_base || t->hi > view->mh_base + view->mh_size)) {
         rc = OMPI_ERR_RMA_RANGE;
