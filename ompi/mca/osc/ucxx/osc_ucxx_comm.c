@@ -350,11 +350,53 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
     return rc;
 }
 
+/* MPI_Put and MPI_Get of one predefined type, the same on both sides, to a
+ * peer whose whole window is mapped here, in an epoch that already opened
+ * it: the mapped address of the access, found with a few loads before the
+ * general path (which reports every error, and takes everything else: our
+ * own window, dynamic, memory-handle and ordered windows, derived types,
+ * zero bytes).  ~1.3 ns of ~10.4 per 8 B operation (OSU put_bw / get_bw)
+ * was what separated us from osc/sm, which checks none of this. */
+static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdiff_t disp,
+                                  int count, struct ompi_datatype_t *dt, int origin_count,
+                                  struct ompi_datatype_t *origin_dt, size_t *size)
+{
+    ompi_osc_ucxx_module_t *module = view->core;
+    ompi_osc_ucxx_peer_t *peer;
+    uint64_t offset;
+
+    if (dt != origin_dt || count != origin_count || count <= 0 || disp < 0 ||
+        !ompi_datatype_is_predefined(dt) || !ompi_datatype_is_contiguous_memory_layout(dt, count) ||
+        (unsigned) target >= (unsigned) module->size || target == module->rank ||
+        view->memhandle || view->ordered || MPI_WIN_FLAVOR_DYNAMIC == module->flavor ||
+        (0 != ompi_osc_ucxx_handlers && ompi_osc_ucxx_in_handler)) {
+        return NULL;
+    }
+    peer = &module->peers[target];
+    if (!(peer->access & OSC_UCXX_TGT_READY) || !peer->resolved || NULL == peer->direct_data ||
+        UINT64_MAX != peer->direct_hi) {
+        return NULL;
+    }
+    *size = dt->super.size * (size_t) count;
+    if (__builtin_mul_overflow((uint64_t) disp, (uint64_t) peer->disp_unit, &offset) ||
+        0 == *size || offset > peer->size || *size > peer->size - offset) {
+        return NULL;
+    }
+    return peer->direct_data + offset;
+}
+
 int ompi_osc_ucxx_put(const void *origin_addr, int origin_count,
                       struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
                       int target_count, struct ompi_datatype_t *target_dt,
                       struct ompi_win_t *win)
 {
+    size_t size;
+    char *p = mapped_access(OSC_UCXX_VIEW(win), target, target_disp, target_count, target_dt,
+                            origin_count, origin_dt, &size);
+    if (OPAL_LIKELY(NULL != p)) {
+        copy_mapped(p, origin_addr, size);
+        return OMPI_SUCCESS;
+    }
     return ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), true, (void *) origin_addr, origin_count,
                                  origin_dt, target, target_disp, target_count, target_dt, NULL);
 }
@@ -363,6 +405,13 @@ int ompi_osc_ucxx_get(void *origin_addr, int origin_count, struct ompi_datatype_
                       int target, ptrdiff_t target_disp, int target_count,
                       struct ompi_datatype_t *target_dt, struct ompi_win_t *win)
 {
+    size_t size;
+    char *p = mapped_access(OSC_UCXX_VIEW(win), target, target_disp, target_count, target_dt,
+                            origin_count, origin_dt, &size);
+    if (OPAL_LIKELY(NULL != p)) {
+        copy_mapped(origin_addr, p, size);
+        return OMPI_SUCCESS;
+    }
     return ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), false, origin_addr, origin_count,
                                  origin_dt, target, target_disp, target_count, target_dt, NULL);
 }
