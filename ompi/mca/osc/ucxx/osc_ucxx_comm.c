@@ -394,35 +394,42 @@ static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdif
     return peer->direct_data + offset;
 }
 
-int ompi_osc_ucxx_put(const void *origin_addr, int origin_count,
-                      struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
-                      int target_count, struct ompi_datatype_t *target_dt,
-                      struct ompi_win_t *win)
+/* MPI_Put / MPI_Get: the mapped path, else the general one. */
+static inline __opal_attribute_always_inline__ int
+put_or_get(struct ompi_win_t *win, bool is_put, void *origin_addr, int origin_count,
+           struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp, int target_count,
+           struct ompi_datatype_t *target_dt)
 {
     size_t size;
     char *p = mapped_access(OSC_UCXX_VIEW(win), target, target_disp, target_count, target_dt,
                             origin_count, origin_dt, &size);
     if (OPAL_LIKELY(NULL != p)) {
-        copy_mapped(p, origin_addr, size);
+        if (is_put) {
+            copy_mapped(p, origin_addr, size);
+        } else {
+            copy_mapped(origin_addr, p, size);
+        }
         return OMPI_SUCCESS;
     }
-    return ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), true, (void *) origin_addr, origin_count,
+    return ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), is_put, origin_addr, origin_count,
                                  origin_dt, target, target_disp, target_count, target_dt, NULL);
+}
+
+int ompi_osc_ucxx_put(const void *origin_addr, int origin_count,
+                      struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                      int target_count, struct ompi_datatype_t *target_dt,
+                      struct ompi_win_t *win)
+{
+    return put_or_get(win, true, (void *) origin_addr, origin_count, origin_dt, target,
+                      target_disp, target_count, target_dt);
 }
 
 int ompi_osc_ucxx_get(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
                       int target, ptrdiff_t target_disp, int target_count,
                       struct ompi_datatype_t *target_dt, struct ompi_win_t *win)
 {
-    size_t size;
-    char *p = mapped_access(OSC_UCXX_VIEW(win), target, target_disp, target_count, target_dt,
-                            origin_count, origin_dt, &size);
-    if (OPAL_LIKELY(NULL != p)) {
-        copy_mapped(origin_addr, p, size);
-        return OMPI_SUCCESS;
-    }
-    return ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), false, origin_addr, origin_count,
-                                 origin_dt, target, target_disp, target_count, target_dt, NULL);
+    return put_or_get(win, false, origin_addr, origin_count, origin_dt, target, target_disp,
+                      target_count, target_dt);
 }
 
 /* Request-based: the request completes when every piece is locally complete. */

@@ -161,14 +161,12 @@ OMPI_DECLSPEC extern ompi_osc_ucxx_component_t mca_osc_ucxx_component;
     } while (0)
 
 /* Locks and counters shared between threads (see "Threads" above). */
-#define OSC_UCXX_LOCK(m)                                                      \
+#define OSC_UCXX_MT_ONLY(call)                                                \
     do {                                                                      \
-        if (OSC_UCXX.mt) opal_mutex_lock(m);                                  \
+        if (OSC_UCXX.mt) call;                                                \
     } while (0)
-#define OSC_UCXX_UNLOCK(m)                                                    \
-    do {                                                                      \
-        if (OSC_UCXX.mt) opal_mutex_unlock(m);                                \
-    } while (0)
+#define OSC_UCXX_LOCK(m) OSC_UCXX_MT_ONLY(opal_mutex_lock(m))
+#define OSC_UCXX_UNLOCK(m) OSC_UCXX_MT_ONLY(opal_mutex_unlock(m))
 
 /* A lock held for a few instructions on the paths that open and close
  * epochs: one compare-and-swap to take it and a plain store to give it back,
@@ -197,14 +195,8 @@ static inline void ompi_osc_ucxx_spin_unlock(ompi_osc_ucxx_spin_t *s)
     s->held = 0;
 }
 
-#define OSC_UCXX_SPIN_LOCK(s)                                                 \
-    do {                                                                      \
-        if (OSC_UCXX.mt) ompi_osc_ucxx_spin_lock(s);                          \
-    } while (0)
-#define OSC_UCXX_SPIN_UNLOCK(s)                                               \
-    do {                                                                      \
-        if (OSC_UCXX.mt) ompi_osc_ucxx_spin_unlock(s);                        \
-    } while (0)
+#define OSC_UCXX_SPIN_LOCK(s) OSC_UCXX_MT_ONLY(ompi_osc_ucxx_spin_lock(s))
+#define OSC_UCXX_SPIN_UNLOCK(s) OSC_UCXX_MT_ONLY(ompi_osc_ucxx_spin_unlock(s))
 
 static inline int32_t ompi_osc_ucxx_add32(volatile int32_t *p, int32_t v)
 {
