@@ -16,15 +16,18 @@
  * complete_expected and the posts that arrived.
  *
  * Threads (MPI_THREAD_MULTIPLE, or our progress thread):
- *   - Access words change only by atomic read-modify-write (fetch-or,
+ *   - Access words change by atomic read-modify-write (fetch-or,
  *     fetch-and, compare-and-swap): different threads lock and unlock
  *     different targets at once, and a lock claims its target with one
  *     compare-and-swap (TGT_BUSY), so two threads can never both lock it.
+ *     In a lock_all epoch only the epoch lock's holder writes them, so
+ *     there they change by plain stores under that lock (tgt_store).
  *   - The epoch object's lock serializes opening targets (the first
  *     operation on a target, which may wait: for the target's fence, its
  *     shared lock, its post) and every change of kind, so that a lock and a
  *     lock_all, start or fence never both succeed.  It is never taken on the
- *     steady-state path.  Nothing waits for the epoch lock inside a UCX
+ *     steady-state path, but on every epoch's way in and out, so it is a
+ *     spin lock that yields (ompi_osc_ucxx_spin_t), not a mutex.  Nothing waits for the epoch lock inside a UCX
  *     callback: message handlers only touch the post list (post_lock).
  *   - A fence epoch opened by a barrier opens targets without the lock under
  *     MPI_THREAD_MULTIPLE (open_fence_free): nothing to wait for, a
