@@ -39,6 +39,8 @@
 
 #include <sched.h>
 
+#include "opal/util/proc.h"
+
 #include "osc_ucxx_state.h"
 
 /* Do all peers map our state segment (so that they can tell us when they
@@ -338,11 +340,54 @@ int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, u
  * scheduler put two on one core for a while), the handoff cost ~9 us per
  * fence with the 256 polls before a yield, ~2 us after 16; where it does
  * not, a fence that waits that long is waiting for a late process anyway. */
+/* Two processes of a window that share a core, with another core free for
+ * one of them (nobody bound them; the scheduler put them there, e.g. while
+ * a third program ran): each barrier then hands the core over and back
+ * (~2 us a fence instead of ~0.15), and the scheduler never separates them,
+ * because tasks that ran within the last 0.5 ms are "cache hot" and are not
+ * migrated.  So after 64 barriers in a row with the process that writes our
+ * first slot on our core (each publishes its core), the odd rank of a pair
+ * moves itself: narrowing its affinity to the other cores it may use makes
+ * the kernel move it at once, and restoring the mask leaves it there.
+ * Seen with a busy loop running beside RMA-MT's 1-thread fence pattern:
+ * ~1.9 us a fence in 3 runs of 4 unbound, 0.14-0.15 bound to cores. */
+static void leave_shared_core(ompi_osc_ucxx_module_t *module, int cpu)
+{
+    cpu_set_t mine, others;
+
+    module->shared_core_streak = 0;
+    /* (our cores now: the affinity may have changed since the last time) */
+    if (!OSC_UCXX.fence_unshare || 0 == module->rank % 2 ||
+        0 != sched_getaffinity(0, sizeof(mine), &mine) || !CPU_ISSET(cpu, &mine) ||
+        CPU_COUNT(&mine) < 2 || CPU_COUNT(&mine) < opal_process_info.num_local_peers + 1) {
+        return;
+    }
+    others = mine;
+    CPU_CLR(cpu, &others);
+    if (0 == sched_setaffinity(0, sizeof(others), &others)) {
+        (void) sched_setaffinity(0, sizeof(mine), &mine);
+        OSC_UCXX_VERBOSE(10, "window %u: fence barriers kept waiting for a peer on core %d: "
+                         "moved to core %d", module->cid, cpu, sched_getcpu());
+    }
+}
+
+/* Did the process that writes our slot of round 0 enter its last barrier
+ * on the core we entered this one on?  (One line that changes only when its
+ * owner moves: a cache hit.) */
+static bool peer_on_my_core(ompi_osc_ucxx_module_t *module, int cpu)
+{
+    ompi_osc_ucxx_state_t *from =
+        ompi_osc_ucxx_direct_state(module, (module->rank - 1 + module->size) % module->size);
+    return cpu >= 0 && NULL != from && (uint64_t) cpu == from->cpu.value;
+}
+
 int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
 {
     uint64_t seq = ++module->barrier_seq;
     int size = module->size, yield_after = (OSC_UCXX.yield_after + 15) / 16;
+    int cpu = sched_getcpu();
 
+    if ((uint64_t) cpu != module->state->cpu.value) module->state->cpu.value = cpu;
     for (int k = 0, dist = 1; dist < size; ++k, dist <<= 1) {
         int peer = (module->rank + dist) % size, spins = 0;
         ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module, peer);
@@ -357,6 +402,10 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
             opal_progress();
             if (OSC_UCXX.yield_after > 0 && ++spins >= yield_after) sched_yield();
         }
+    }
+    module->shared_core_streak = peer_on_my_core(module, cpu) ? module->shared_core_streak + 1 : 0;
+    if (module->shared_core_streak >= 64) {
+        leave_shared_core(module, cpu);
     }
     return OMPI_SUCCESS;
 }

@@ -89,6 +89,8 @@ typedef struct ompi_osc_ucxx_component_t {
     int yield_after;          /* wait loops: empty polls before they start to yield */
     int fence_by_flush;       /* ordering by endpoint flush: 1, 0, -1 auto (fence_link) */
     bool fence_barrier;       /* fences synchronize through state segments where they can */
+    bool fence_unshare;       /* ... and a process that keeps meeting its peer on its own
+                               * core moves itself off it */
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
@@ -260,6 +262,7 @@ typedef struct ompi_osc_ucxx_state_t {
     /* Fence barrier (osc_ucxx_state.c): slot k holds the last barrier that
      * the process 2^k ranks before us reached; one writer each. */
     volatile uint64_t barrier[OSC_UCXX_BARRIER_ROUNDS] __attribute__((aligned(64)));
+    ompi_osc_ucxx_word_t cpu;        /* ... and the core its owner entered the last on */
     ompi_osc_ucxx_word_t acc_all;    /* accumulates: held by one bulk accumulate
                                       * that excludes every stripe at once */
     ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* stripe s covers every
