@@ -130,7 +130,8 @@ static int component_register(void)
     param("fence_unshare",
           "Where processes are not bound to cores and there are cores for all of them, an "
           "odd-ranked process whose fence barriers keep finding the peer before it on its "
-          "own core (64 in a row; each publishes its core) moves itself to another core it "
+          "own core (64 in a row, twice as many after each move; each publishes its core) "
+          "moves itself to another core it "
           "may run on by narrowing and restoring its affinity: the scheduler does not "
           "separate two processes that hand a core to each other every microsecond (~2 us "
           "a fence instead of ~0.15)",

@@ -345,12 +345,16 @@ int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, u
  * a third program ran): each barrier then hands the core over and back
  * (~2 us a fence instead of ~0.15), and the scheduler never separates them,
  * because tasks that ran within the last 0.5 ms are "cache hot" and are not
- * migrated.  So after 64 barriers in a row with the process that writes our
- * first slot on our core (each publishes its core), the odd rank of a pair
- * moves itself: narrowing its affinity to the other cores it may use makes
- * the kernel move it at once, and restoring the mask leaves it there.
+ * migrated.  So after 64 barriers in a row (at first) with the process that
+ * writes our first slot on our core (each publishes its core), the odd rank
+ * of a pair moves itself: narrowing its affinity to the other cores it may
+ * use makes the kernel move it at once, and restoring the mask leaves it
+ * there.
  * Seen with a busy loop running beside RMA-MT's 1-thread fence pattern:
- * ~1.9 us a fence in 3 runs of 4 unbound, 0.14-0.15 bound to cores. */
+ * ~1.9 us a fence in 3 runs of 4 unbound, 0.14-0.15 bound to cores.
+ * Where threads outnumber the cores the pair meets again soon and a move
+ * (two affinity calls and a migration, tens of us) buys little, so each
+ * move doubles the streak the next one needs. */
 static void leave_shared_core(ompi_osc_ucxx_module_t *module, int cpu)
 {
     cpu_set_t mine, others;
@@ -366,6 +370,7 @@ static void leave_shared_core(ompi_osc_ucxx_module_t *module, int cpu)
     CPU_CLR(cpu, &others);
     if (0 == sched_setaffinity(0, sizeof(others), &others)) {
         (void) sched_setaffinity(0, sizeof(mine), &mine);
+        if (module->unshare_after < (1 << 20)) module->unshare_after *= 2;
         OSC_UCXX_VERBOSE(10, "window %u: fence barriers kept waiting for a peer on core %d: "
                          "moved to core %d", module->cid, cpu, sched_getcpu());
     }
@@ -404,7 +409,7 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
         }
     }
     module->shared_core_streak = peer_on_my_core(module, cpu) ? module->shared_core_streak + 1 : 0;
-    if (module->shared_core_streak >= 64) {
+    if (module->shared_core_streak >= module->unshare_after) {
         leave_shared_core(module, cpu);
     }
     return OMPI_SUCCESS;
