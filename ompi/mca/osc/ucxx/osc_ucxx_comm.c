@@ -370,7 +370,7 @@ static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdif
         !ompi_datatype_is_predefined(dt) || !ompi_datatype_is_contiguous_memory_layout(dt, count) ||
         (unsigned) target >= (unsigned) module->size || target == module->rank ||
         view->memhandle || view->ordered || MPI_WIN_FLAVOR_DYNAMIC == module->flavor ||
-        (0 != ompi_osc_ucxx_handlers && ompi_osc_ucxx_in_handler)) {
+        OSC_UCXX_IN_HANDLER()) {
         return NULL;
     }
     peer = &module->peers[target];

@@ -184,17 +184,20 @@ typedef struct {
 static inline void ompi_osc_ucxx_spin_lock(ompi_osc_ucxx_spin_t *s)
 {
     int32_t free_ = 0;
-    for (unsigned polls = 1;
-         !opal_atomic_compare_exchange_strong_acq_32(&s->held, &free_, 1); ++polls) {
+    unsigned polls = 0;
+    while (!opal_atomic_compare_exchange_strong_acq_32(&s->held, &free_, 1)) {
+        do {  /* waiters read (the line stays shared) until it looks free */
+            if (0 == ++polls % 64) sched_yield();
+        } while (0 != s->held);
         free_ = 0;
-        if (0 == polls % 64) sched_yield();
     }
 }
 
 static inline void ompi_osc_ucxx_spin_unlock(ompi_osc_ucxx_spin_t *s)
 {
-    opal_atomic_wmb();  /* (with the acquire above: what the holder wrote is seen) */
-    s->held = 0;
+    /* a release: the holder's loads and stores before it (a write barrier
+     * alone orders only stores, on weakly ordered CPUs) */
+    __atomic_store_n(&s->held, 0, __ATOMIC_RELEASE);
 }
 
 #define OSC_UCXX_SPIN_LOCK(s) OSC_UCXX_MT_ONLY(ompi_osc_ucxx_spin_lock(s))
@@ -219,12 +222,11 @@ static inline int64_t ompi_osc_ucxx_add64(volatile int64_t *p, int64_t v)
  * would otherwise pay. */
 extern volatile int32_t ompi_osc_ucxx_handlers;
 extern __thread int ompi_osc_ucxx_in_handler;
+#define OSC_UCXX_IN_HANDLER()                                                 \
+    (OPAL_UNLIKELY(0 != ompi_osc_ucxx_handlers) && ompi_osc_ucxx_in_handler)
 #define OSC_UCXX_NOT_IN_HANDLER()                                             \
     do {                                                                      \
-        if (OPAL_UNLIKELY(0 != ompi_osc_ucxx_handlers) &&                     \
-            ompi_osc_ucxx_in_handler) {                                       \
-            return MPI_ERR_OTHER;                                             \
-        }                                                                     \
+        if (OSC_UCXX_IN_HANDLER()) return MPI_ERR_OTHER;                      \
     } while (0)
 
 /* A peer's published worker address. */
