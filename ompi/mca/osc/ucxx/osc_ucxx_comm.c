@@ -350,14 +350,33 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
     return rc;
 }
 
+/* Dynamic windows: the target bytes [lo, lo + size) where the calling
+ * thread's link to the target last found a mapped region, and the target
+ * has detached nothing since.  A thread without a worker, a link or that
+ * region yet takes the general path, which makes them (and fills the
+ * cache). */
+static inline char *mapped_region(ompi_osc_ucxx_module_t *module, int target, uint64_t lo,
+                                  size_t size)
+{
+    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_held();
+    ompi_osc_ucxx_link_t *link;
+
+    if (NULL == worker || lo + size < lo ||
+        NULL == (link = ompi_osc_ucxx_link_made(module, worker, target)) ||
+        !ompi_osc_ucxx_dyn_hot(link->dyn, lo, lo + size)) {
+        return NULL;
+    }
+    return (char *) (uintptr_t) (lo + link->dyn->hot_delta);
+}
+
 /* MPI_Put and MPI_Get of one predefined type, the same on both sides, to
  * bytes of a peer's window that are mapped here, in an epoch that already
  * opened it: the mapped address of the access, found with a few loads before the
  * general path (which reports every error, and takes everything else: our
- * own window, dynamic, memory-handle and ordered windows, derived types,
- * zero bytes).  ~1.3 ns of ~10.4 per 8 B operation (OSU put_bw / get_bw)
- * was what separated us from osc/sm, which checks none of this; this path
- * takes ~6.7. */
+ * own window, memory-handle and ordered windows, derived types, zero bytes,
+ * dynamic regions not used yet).  ~1.3 ns of ~10.4 per 8 B operation (OSU
+ * put_bw / get_bw) was what separated us from osc/sm, which checks none of
+ * this; this path takes ~6.7. */
 static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdiff_t disp,
                                   int count, struct ompi_datatype_t *dt, int origin_count,
                                   struct ompi_datatype_t *origin_dt, size_t *size)
@@ -369,8 +388,7 @@ static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdif
     if (dt != origin_dt || count != origin_count || count <= 0 || disp < 0 ||
         !ompi_datatype_is_predefined(dt) || !ompi_datatype_is_contiguous_memory_layout(dt, count) ||
         (unsigned) target >= (unsigned) module->size || target == module->rank ||
-        view->memhandle || view->ordered || MPI_WIN_FLAVOR_DYNAMIC == module->flavor ||
-        OSC_UCXX_IN_HANDLER()) {
+        view->memhandle || view->ordered || OSC_UCXX_IN_HANDLER()) {
         return NULL;
     }
     peer = &module->peers[target];
@@ -383,13 +401,17 @@ static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdif
         OMPI_SUCCESS != ompi_osc_ucxx_epoch_open_target(module, target)) {
         return NULL;  /* (the general path reports it) */
     }
-    if (NULL == ompi_osc_ucxx_direct(module, target)) {
-        return NULL;
-    }
     *size = dt->super.size * (size_t) count;
     if (__builtin_mul_overflow((uint64_t) disp, (uint64_t) peer->disp_unit, &offset) ||
-        0 == *size || offset > peer->size || *size > peer->size - offset ||
-        peer->base + offset < peer->direct_lo || peer->base + offset + *size > peer->direct_hi) {
+        0 == *size) {
+        return NULL;
+    }
+    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == module->flavor)) {
+        return mapped_region(module, target, peer->base + offset, *size);
+    }
+    if (NULL == ompi_osc_ucxx_direct(module, target) || offset > peer->size ||
+        *size > peer->size - offset || peer->base + offset < peer->direct_lo ||
+        peer->base + offset + *size > peer->direct_hi) {
         return NULL;  /* (user memory whose edge pages stayed private: partly mapped) */
     }
     return peer->direct_data + offset;

@@ -208,6 +208,15 @@ static inline bool ompi_osc_ucxx_fully_mapped(ompi_osc_ucxx_module_t *module, in
            UINT64_MAX == module->peers[target].direct_hi;
 }
 
+/* Dynamic windows: are the target bytes [lo, hi) inside the mapped range
+ * this cache used last, with nothing detached at the target since? */
+static inline bool ompi_osc_ucxx_dyn_hot(const ompi_osc_ucxx_dyncache_t *c, uint64_t lo,
+                                         uint64_t hi)
+{
+    return NULL != c && lo >= c->hot_lo && hi <= c->hot_hi &&
+           *c->gen_word == c->gen;
+}
+
 /* Resolve the path to the target bytes [lo, hi) (remote addresses). */
 static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
                                         ompi_osc_ucxx_worker_t *worker, int target,
@@ -221,8 +230,7 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
         ompi_osc_ucxx_link_t *link =
             target == module->rank ? NULL : ompi_osc_ucxx_link(module, worker, target);
         ompi_osc_ucxx_dyncache_t *c = NULL == link ? NULL : link->dyn;
-        if (OPAL_LIKELY(NULL != c && lo >= c->hot_lo && hi <= c->hot_hi &&
-                        *c->gen_word == c->gen)) {
+        if (OPAL_LIKELY(ompi_osc_ucxx_dyn_hot(c, lo, hi))) {
             /* the region used last, still attached: as fast as allocated */
             path->mapped = true;
             path->split = false;

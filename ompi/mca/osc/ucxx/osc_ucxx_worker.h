@@ -112,14 +112,20 @@ static inline void ompi_osc_ucxx_backoff(int *idle, int progressed)
     }
 }
 
-/* The calling thread's worker (created or taken from the pool on first use). */
-static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_self(void)
+/* The calling thread's worker if it has one already, else NULL. */
+static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_held(void)
 {
     ompi_osc_ucxx_worker_t *w = OSC_UCXX.only_worker;
     if (OPAL_LIKELY(NULL != w)) {
         return w;   /* (a __thread read in a dlopen()ed component is a call) */
     }
-    w = ompi_osc_ucxx_tls.worker;
+    return ompi_osc_ucxx_tls.worker;
+}
+
+/* The calling thread's worker (created or taken from the pool on first use). */
+static inline ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_self(void)
+{
+    ompi_osc_ucxx_worker_t *w = ompi_osc_ucxx_worker_held();
     if (OPAL_LIKELY(NULL != w)) {
         return w;
     }
