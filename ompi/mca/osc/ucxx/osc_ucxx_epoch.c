@@ -56,6 +56,7 @@ static void epoch_construct(ompi_osc_ucxx_epoch_t *e)
     e->open_free = false;
     e->targets = NULL;
     e->count = e->cap = 0;
+    e->reopen = 0;
     e->unposted = 0;
 }
 
@@ -280,6 +281,13 @@ int ompi_osc_ucxx_epoch_open_target(ompi_osc_ucxx_module_t *module, int target)
 
 bool ompi_osc_ucxx_epoch_passive(ompi_osc_ucxx_module_t *module, int target)
 {
+    /* the target's word first: operations on it just read that line, while
+     * the epoch's changes at every lock_all and unlock_all (held: only
+     * lock_all takes a target's shared lock) */
+    if (target >= 0 &&
+        0 != (module->peers[target].access & (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_HELD))) {
+        return true;
+    }
     if (OSC_UCXX_EPOCH_LOCK_ALL == module->access->kind) {
         return true;
     }
@@ -316,6 +324,7 @@ static int end_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
             tgt_clear(peer, bits);
         }
     }
+    e->reopen = OSC_UCXX_EPOCH_LOCK_ALL == e->kind ? e->count : 0;
     e->count = 0;
     e->unposted = 0;
     e->ops = false;
@@ -355,6 +364,40 @@ int ompi_osc_ucxx_epoch_take_posts(ompi_osc_ucxx_module_t *module)
 /* ------------------------------------------------------------------------- */
 /* Opening fence, lock_all and start epochs */
 
+/* A lock_all epoch opens again, in the calling thread, the targets the last
+ * one opened (most programs use the same ones each time) where that costs
+ * one CPU atomic and waits for nobody: their state is mapped here and no
+ * writer holds or claims their lock (MPI lets lock_all take its shared
+ * locks at once or on first use).  Opened on first use by whichever thread
+ * got there first, the target's access word and the epoch's list moved
+ * between cores twice per epoch, and the other threads waited for the
+ * opener: RMA-MT's lock_all latency grew ~50 ns from 1 to 4 threads
+ * (osc/sm, which locks every target in lock_all, ~10). */
+#define OSC_UCXX_REOPEN_MAX 8
+
+static void reopen_targets(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
+{
+    int n = e->reopen < OSC_UCXX_REOPEN_MAX ? e->reopen : OSC_UCXX_REOPEN_MAX;
+
+    e->reopen = 0;
+    for (int i = 0; i < n; ++i) {
+        int target = e->targets[i];  /* (read before open_ appends at <= i) */
+        ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+        int32_t held = 0;
+
+        if (peer->access & OSC_UCXX_TGT_READY || !module->state_cpu ||
+            NULL == ompi_osc_ucxx_direct_state(module, target)) {
+            continue;
+        }
+        if (!(e->assert & MPI_MODE_NOCHECK)) {
+            if (!ompi_osc_ucxx_state_try_shared(module, target)) continue;
+            held = OSC_UCXX_TGT_HELD;
+        }
+        e->targets[e->count++] = target;  /* (room: it held them last time) */
+        tgt_store(peer, peer->access | held | OSC_UCXX_TGT_OPEN);
+    }
+}
+
 /* Caller holds e->lock.  An unused fence epoch gives way. */
 static int begin_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, int kind,
                         int assert)
@@ -372,6 +415,9 @@ static int begin_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e
     e->open_free = false;
     e->count = 0;
     e->unposted = 0;
+    if (OSC_UCXX_EPOCH_LOCK_ALL == kind) {
+        reopen_targets(module, e);
+    }
     return OMPI_SUCCESS;
 }
 

@@ -42,6 +42,8 @@ struct ompi_osc_ucxx_epoch_t {
     ompi_osc_ucxx_spin_t lock;  /* opening a target; changing kind */
     int *targets;             /* what it opened (fence, lock_all) or names (start) */
     int count, cap;
+    int reopen;               /* lock_all: how many of targets[] the last one
+                               * opened (the next one opens them again) */
     int unposted;             /* start: members whose post is not consumed yet */
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_epoch_t);

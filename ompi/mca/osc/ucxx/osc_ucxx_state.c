@@ -176,6 +176,20 @@ int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int target, int typ
     return OMPI_SUCCESS;
 }
 
+bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target)
+{
+    uint64_t old;
+
+    if (OMPI_SUCCESS != lock_add(module, target, 1, &old)) {
+        return false;
+    }
+    if (0 != (old >> 32)) {
+        (void) lock_add(module, target, (uint64_t) -1, NULL);  /* a writer has it */
+        return false;
+    }
+    return true;
+}
+
 int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     uint64_t delta = (MPI_LOCK_EXCLUSIVE == type) ? (uint64_t) -OSC_UCXX_LOCK_EXCL

@@ -19,6 +19,9 @@ bool ompi_osc_ucxx_state_policy(ompi_osc_ucxx_module_t *module);
 /* Passive-target lock word of `target` (type MPI_LOCK_SHARED/EXCLUSIVE). */
 int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int target, int type);
 int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type);
+/* A shared lock if no writer holds or claims the target now (one atomic,
+ * undone if one does); false otherwise, or on error. */
+bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target);
 
 /* Accumulate exclusion on a state segment mapped here (ours or a peer's),
  * for window bytes [lo, hi) as offsets from the window's base; `shift`:
