@@ -22,6 +22,9 @@
  *     compare-and-swap (TGT_BUSY), so two threads can never both lock it.
  *     In a lock_all epoch only the epoch lock's holder writes them, so
  *     there they change by plain stores under that lock (tgt_store).
+ *   - A lock_all epoch opens the targets the previous one used in
+ *     MPI_Win_lock_all itself where that waits for nobody
+ *     (reopen_targets): its threads then only read their access words.
  *   - The epoch object's lock serializes opening targets (the first
  *     operation on a target, which may wait: for the target's fence, its
  *     shared lock, its post) and every change of kind, so that a lock and a
