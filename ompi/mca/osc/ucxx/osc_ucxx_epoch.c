@@ -384,11 +384,11 @@ static void reopen_targets(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t
 
     e->reopen = 0;
     for (int i = 0; i < n; ++i) {
-        int target = e->targets[i];  /* (read before open_ appends at <= i) */
+        int target = e->targets[i];  /* (read before this loop appends at count <= i) */
         ompi_osc_ucxx_peer_t *peer = &module->peers[target];
         int32_t held = 0;
 
-        if (peer->access & OSC_UCXX_TGT_READY || !module->state_cpu ||
+        if ((peer->access & OSC_UCXX_TGT_READY) || !module->state_cpu ||
             NULL == ompi_osc_ucxx_direct_state(module, target)) {
             continue;
         }

@@ -334,26 +334,6 @@ int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, u
     return OMPI_SUCCESS;
 }
 
-/* Fence barrier (module->fence_by_state): a dissemination barrier through
- * the state segments, in place of the communicator's barrier, which costs
- * a message each way through the PML (under MPI_THREAD_MULTIPLE its locks
- * too).  Barrier number s (module->barrier_seq, the same count everywhere:
- * fences synchronize in the same order on every process) takes
- * ceil(log2 size) rounds; in round k we store s into slot k of the process
- * 2^k ranks after us and wait until our own slot k holds s or more.  A slot
- * has one writer and only grows, so nothing is reset between barriers: a
- * value above s means its writer has already left barrier s, which it can
- * only do once everyone has reached it.  The stores are releases and the
- * waits acquire, so everything a process did before it reached the barrier
- * (its operations, completed by the fence's flush, included) happens before
- * anything any process does after leaving it.  The wait progresses the
- * library: peers still completing operations on us may need our CPU.  It
- * also gives the core away sooner than other waits (after a 16th of
- * osc_ucxx_yield_after polls, each of which runs opal_progress): where the
- * process it waits for shares our core (more processes than cores, or the
- * scheduler put two on one core for a while), the handoff cost ~9 us per
- * fence with the 256 polls before a yield, ~2 us after 16; where it does
- * not, a fence that waits that long is waiting for a late process anyway. */
 /* Two processes of a window that share a core, with another core free for
  * one of them (nobody bound them; the scheduler put them there, e.g. while
  * a third program ran): each barrier then hands the core over and back
@@ -400,13 +380,33 @@ static bool peer_on_my_core(ompi_osc_ucxx_module_t *module, int cpu)
     return cpu >= 0 && NULL != from && (uint64_t) cpu == from->cpu.value;
 }
 
+/* Fence barrier (module->fence_by_state): a dissemination barrier through
+ * the state segments, in place of the communicator's barrier, which costs
+ * a message each way through the PML (under MPI_THREAD_MULTIPLE its locks
+ * too).  Barrier number s (module->barrier_seq, the same count everywhere:
+ * fences synchronize in the same order on every process) takes
+ * ceil(log2 size) rounds; in round k we store s into slot k of the process
+ * 2^k ranks after us and wait until our own slot k holds s or more.  A slot
+ * has one writer and only grows, so nothing is reset between barriers: a
+ * value above s means its writer has already left barrier s, which it can
+ * only do once everyone has reached it.  The stores are releases and the
+ * waits acquire, so everything a process did before it reached the barrier
+ * (its operations, completed by the fence's flush, included) happens before
+ * anything any process does after leaving it.  The wait progresses the
+ * library: peers still completing operations on us may need our CPU.  It
+ * also gives the core away sooner than other waits (after a 16th of
+ * osc_ucxx_yield_after polls, each of which runs opal_progress): where the
+ * process it waits for shares our core (more processes than cores, or the
+ * scheduler put two on one core for a while), the handoff cost ~9 us per
+ * fence with the 256 polls before a yield, ~2 us after 16; where it does
+ * not, a fence that waits that long is waiting for a late process anyway. */
 int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
 {
     uint64_t seq = ++module->barrier_seq;
     int size = module->size, yield_after = (OSC_UCXX.yield_after + 15) / 16;
-    int cpu = sched_getcpu();
+    int cpu = OSC_UCXX.fence_unshare ? sched_getcpu() : -1;
 
-    if ((uint64_t) cpu != module->state->cpu.value) module->state->cpu.value = cpu;
+    if (cpu >= 0 && (uint64_t) cpu != module->state->cpu.value) module->state->cpu.value = cpu;
     for (int k = 0, dist = 1; dist < size; ++k, dist <<= 1) {
         int peer = (module->rank + dist) % size, spins = 0;
         ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module, peer);
