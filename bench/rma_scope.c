@@ -24,7 +24,9 @@
  *   MPI_Win_flush  first on the proc window, then on the thr window.
  *   Columns p<T>_us / t<T>_us: median put+flush latency over all threads'
  *   iterations; p<T>_Mmsgps / t<T>_Mmsgps: all operations divided by the
- *   longest thread's time (millions per second).
+ *   wall-clock span from the first thread's start to the last one's end
+ *   (millions per second; a per-thread time would count only the time slices
+ *   each thread ran in when threads outnumber cores).
  * order: the main thread alone; one iteration is W (-W) puts of SIZE bytes
  *   to W consecutive slots of the target:
  *     flush_us   MPI_Put + MPI_Win_flush each            (plain window)
@@ -60,14 +62,13 @@ typedef struct {
     MPI_Win win;
     MPI_Aint disp;
     char *buf;
-    double *lat, elapsed, budget;
+    double *lat, t_start, t_end, budget;
     pthread_barrier_t *start;
 } targ_t;
 
 static void *worker(void *p)
 {
     targ_t *a = p;
-    double t_start = 0.0;
 
     a->done = 0;
     for (int i = -a->warmup; i < a->iters; i++) {
@@ -75,7 +76,7 @@ static void *worker(void *p)
         if (i == 0) {
             /* all threads start the timed part together */
             pthread_barrier_wait(a->start);
-            t_start = bench_now();
+            a->t_start = bench_now();
         }
         t0 = bench_now();
         MPI_Put(a->buf, (int) a->size, MPI_BYTE, 1, a->disp, (int) a->size, MPI_BYTE, a->win);
@@ -84,10 +85,10 @@ static void *worker(void *p)
         if (i >= 0) {
             a->lat[i] = t1 - t0;
             a->done = i + 1;
-            if (a->budget > 0 && i >= 4 && t1 - t_start > a->budget) break;
+            if (a->budget > 0 && i >= 4 && t1 - a->t_start > a->budget) break;
         }
     }
-    a->elapsed = bench_now() - t_start;
+    a->t_end = bench_now();
     return NULL;
 }
 
@@ -98,7 +99,7 @@ static void run_threads(const bench_opts_t *o, bench_win_t *w, int nt, size_t si
     pthread_t tids[MAX_THREADS];
     targ_t args[MAX_THREADS];
     pthread_barrier_t start;
-    double longest = 0.0;
+    double first = 0.0, last = 0.0;
     int total = 0;
 
     pthread_barrier_init(&start, NULL, (unsigned) nt);
@@ -113,7 +114,8 @@ static void run_threads(const bench_opts_t *o, bench_win_t *w, int nt, size_t si
     }
     for (int i = 0; i < nt; i++) {
         pthread_join(tids[i], NULL);
-        if (args[i].elapsed > longest) longest = args[i].elapsed;
+        if (i == 0 || args[i].t_start < first) first = args[i].t_start;
+        if (i == 0 || args[i].t_end > last) last = args[i].t_end;
     }
     pthread_barrier_destroy(&start);
     /* gather the recorded latencies of every thread in front */
@@ -122,7 +124,7 @@ static void run_threads(const bench_opts_t *o, bench_win_t *w, int nt, size_t si
         total += args[i].done;
     }
     *lat = bench_median(all, total);
-    *rate = longest > 0 ? total / longest / 1e6 : 0.0;
+    *rate = last > first ? total / (last - first) / 1e6 : 0.0;
 }
 
 /* One ordering measurement on the main thread: median time per put (s). */
