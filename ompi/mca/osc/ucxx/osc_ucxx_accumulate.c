@@ -381,11 +381,11 @@ static int acc_contig(ompi_osc_ucxx_acc_t *a, const void *origin, void *result, 
                                 a->elem);
 }
 
-int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
-                      int origin_count, ompi_datatype_t *origin_dt, void *result_addr,
-                      int result_count, ompi_datatype_t *result_dt, int target,
-                      ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
-                      ompi_op_t *op, bool fetch, ompi_osc_ucxx_request_t *req)
+static int acc(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
+               ompi_datatype_t *origin_dt, void *result_addr, int result_count,
+               ompi_datatype_t *result_dt, int target, ptrdiff_t target_disp, int target_count,
+               ompi_datatype_t *target_dt, ompi_op_t *op, bool fetch,
+               ompi_osc_ucxx_request_t *req)
 {
     ompi_osc_ucxx_target_t t;
     ompi_osc_ucxx_acc_t a = {.t = &t, .fetch = fetch, .req = req};
@@ -424,6 +424,18 @@ by_message:
     if (OMPI_SUCCESS != rc) return rc;
     return ompi_osc_ucxx_acc_am(&a, (void *) origin_addr, origin_count, origin_dt, NULL,
                                 result_addr, result_count, result_dt, target_count, target_dt);
+}
+
+int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
+                      int origin_count, ompi_datatype_t *origin_dt, void *result_addr,
+                      int result_count, ompi_datatype_t *result_dt, int target,
+                      ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
+                      ompi_op_t *op, bool fetch, ompi_osc_ucxx_request_t *req)
+{
+    return OSC_UCXX_DYN_SERIALIZED(view->core,
+                                   acc(view, origin_addr, origin_count, origin_dt, result_addr,
+                                       result_count, result_dt, target, target_disp,
+                                       target_count, target_dt, op, fetch, req));
 }
 
 /* ------------------------------------------------------------------------- */
@@ -537,11 +549,9 @@ static void cas_mapped(ompi_osc_ucxx_acc_t *a, const void *origin_addr,
     ompi_osc_ucxx_hold_release(&h);
 }
 
-int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_addr,
-                                   void *result_addr, struct ompi_datatype_t *dt, int target,
-                                   ptrdiff_t target_disp, struct ompi_win_t *win)
+static int cas(ompi_osc_ucxx_view_t *view, const void *origin_addr, const void *compare_addr,
+               void *result_addr, struct ompi_datatype_t *dt, int target, ptrdiff_t target_disp)
 {
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
     ompi_osc_ucxx_target_t t;
     ompi_osc_ucxx_acc_t a = {.t = &t, .op = &ompi_mpi_op_replace.op, .elem = dt, .fetch = true};
     int rc;
@@ -575,4 +585,13 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     if (OMPI_SUCCESS != rc) return rc;
     return ompi_osc_ucxx_acc_am(&a, (void *) origin_addr, 1, dt, compare_addr, result_addr, 1,
                                 dt, 1, dt);
+}
+
+int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                   void *result_addr, struct ompi_datatype_t *dt, int target,
+                                   ptrdiff_t target_disp, struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    return OSC_UCXX_DYN_SERIALIZED(view->core, cas(view, origin_addr, compare_addr, result_addr,
+                                                   dt, target, target_disp));
 }

@@ -294,10 +294,10 @@ put_get_by_message(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr, in
                                 target_count, target_dt);
 }
 
-int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr,
-                          int origin_count, struct ompi_datatype_t *origin_dt, int target,
-                          ptrdiff_t target_disp, int target_count,
-                          struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req)
+static int put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, int origin_count,
+                   struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                   int target_count, struct ompi_datatype_t *target_dt,
+                   ompi_osc_ucxx_request_t *req)
 {
     ompi_osc_ucxx_target_t t;
     size_t size = origin_dt->super.size * (size_t) origin_count;
@@ -350,18 +350,29 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
     return rc;
 }
 
+int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr,
+                          int origin_count, struct ompi_datatype_t *origin_dt, int target,
+                          ptrdiff_t target_disp, int target_count,
+                          struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req)
+{
+    return OSC_UCXX_DYN_SERIALIZED(view->core,
+                                   put_get(view, is_put, origin_addr, origin_count, origin_dt,
+                                           target, target_disp, target_count, target_dt, req));
+}
+
 /* Dynamic windows: the target bytes [lo, lo + size) where the calling
  * thread's link to the target last found a mapped region, and the target
  * has detached nothing since.  A thread without a worker, a link or that
  * region yet takes the general path, which makes them (and fills the
- * cache). */
+ * cache); so does every thread where threads share links (the cache is
+ * read under a lock there: ompi_osc_ucxx_dyn_serial). */
 static inline char *mapped_region(ompi_osc_ucxx_module_t *module, int target, uint64_t lo,
                                   size_t size)
 {
     ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_held();
     ompi_osc_ucxx_link_t *link;
 
-    if (NULL == worker || lo + size < lo ||
+    if (NULL == worker || lo + size < lo || ompi_osc_ucxx_dyn_serial(module) ||
         NULL == (link = ompi_osc_ucxx_link_made(module, worker, target)) ||
         !ompi_osc_ucxx_dyn_hot(link->dyn, lo, lo + size)) {
         return NULL;

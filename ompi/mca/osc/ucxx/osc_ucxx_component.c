@@ -86,7 +86,8 @@ static int component_register(void)
     OSC_UCXX.per_thread_workers = true;
     param("per_thread_workers",
           "Under MPI_THREAD_MULTIPLE give every thread that issues RMA its own UCX worker "
-          "(false: all threads share one worker)",
+          "(false: all threads share one worker, and operations on a dynamic window run one "
+          "at a time, since they share its region caches)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.per_thread_workers);
 

@@ -13,7 +13,13 @@
  * one atomic otherwise) and drops the cache when it changed, so memory that
  * was detached is never reached through a stale registration: the lookup
  * that follows fails with MPI_ERR_RMA_RANGE.  A region the cache lacks is
- * asked for with one active message (never the whole table).
+ * asked for with one active message (never the whole table).  A cache has
+ * one user, its worker's thread, except where threads share one worker
+ * (osc_ucxx_per_thread_workers=0 under MPI_THREAD_MULTIPLE): there each
+ * operation on a dynamic window runs under the window's dyn_serial_lock
+ * (ompi_osc_ucxx_dyn_serial), since one thread's lookup may grow, refill or
+ * drop the cache another's path came from (seen: puts through a torn hot
+ * range to wild addresses, rkeys destroyed twice).
  *
  * Regions attached back to back (or overlapping) are one piece of target
  * memory to MPI: an access may start in one and end in another.  Each keeps

@@ -208,6 +208,33 @@ static inline bool ompi_osc_ucxx_fully_mapped(ompi_osc_ucxx_module_t *module, in
            UINT64_MAX == module->peers[target].direct_hi;
 }
 
+/* Dynamic windows whose links every thread shares (MPI_THREAD_MULTIPLE with
+ * osc_ucxx_per_thread_workers=0): another thread's lookup may grow the
+ * region cache an operation's path came from, move its hot range, or drop
+ * it and destroy the rkeys the path names.  Each operation (put_get, acc,
+ * compare_and_swap) then runs whole under the window's dyn_serial_lock, and
+ * none takes the mapped path's unlocked look at the hot range.  (With a
+ * worker per thread, each cache has one user: no lock.) */
+static inline bool ompi_osc_ucxx_dyn_serial(const ompi_osc_ucxx_module_t *module)
+{
+    return OPAL_UNLIKELY(OSC_UCXX.links_shared) && MPI_WIN_FLAVOR_DYNAMIC == module->flavor;
+}
+
+/* rc = call, under module's dyn_serial_lock where ompi_osc_ucxx_dyn_serial. */
+#define OSC_UCXX_DYN_SERIALIZED(module, call)                                 \
+    ({                                                                        \
+        ompi_osc_ucxx_module_t *m_ = (module);                                \
+        int rc_;                                                              \
+        if (ompi_osc_ucxx_dyn_serial(m_)) {                                   \
+            opal_mutex_lock(&m_->dyn_serial_lock);                            \
+            rc_ = (call);                                                     \
+            opal_mutex_unlock(&m_->dyn_serial_lock);                          \
+        } else {                                                              \
+            rc_ = (call);                                                     \
+        }                                                                     \
+        rc_;                                                                  \
+    })
+
 /* Dynamic windows: are the target bytes [lo, hi) inside the mapped range
  * this cache used last, with nothing detached at the target since? */
 static inline bool ompi_osc_ucxx_dyn_hot(const ompi_osc_ucxx_dyncache_t *c, uint64_t lo,

@@ -134,6 +134,9 @@ typedef struct ompi_osc_ucxx_component_t {
     ompi_osc_ucxx_worker_t *only_worker;     /* main_worker where it is every thread's
                                               * (below MPI_THREAD_MULTIPLE): no TLS
                                               * lookup per operation */
+    bool links_shared;        /* ... and threads use it at once (MPI_THREAD_MULTIPLE,
+                               * osc_ucxx_per_thread_workers=0): its links, and their
+                               * dynamic-window caches, are every thread's */
     ompi_osc_ucxx_worker_t **volatile workers;  /* every worker, by index */
     volatile int num_workers;
     int workers_cap;

@@ -1068,8 +1068,9 @@ static bool local_place(ompi_osc_ucxx_view_t *view, uam_tgt_t *tg, ompi_osc_ucxx
         *state = module->state;
         return true;
     }
-    if (!OSC_UCXX.am_origin_compute || (view->am_order && NULL != tg && tg->pending > 0)) {
-        return false;
+    if (!OSC_UCXX.am_origin_compute || (view->am_order && NULL != tg && tg->pending > 0) ||
+        ompi_osc_ucxx_dyn_serial(module)) {
+        return false;  /* (shared region caches: the target looks the region up) */
     }
     *state = ompi_osc_ucxx_direct_state(module, t->rank);
     /* (the region mapped is enough: the rest of the window may be private) */

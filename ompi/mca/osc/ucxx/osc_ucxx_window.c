@@ -561,6 +561,7 @@ static void module_construct(ompi_osc_ucxx_module_t *module)
     OBJ_CONSTRUCT(&module->setup_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->dyn_serial_lock, opal_mutex_t);
     module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
 }
 
@@ -586,6 +587,7 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     OBJ_DESTRUCT(&module->setup_lock);
     OBJ_DESTRUCT(&module->post_lock);
     OBJ_DESTRUCT(&module->dyn_lock);
+    OBJ_DESTRUCT(&module->dyn_serial_lock);
 }
 
 OBJ_CLASS_INSTANCE(ompi_osc_ucxx_module_t, opal_object_t, module_construct, module_destruct);

@@ -103,6 +103,10 @@ struct ompi_osc_ucxx_module_t {
 
     /* Dynamic windows: attached regions, sorted by base */
     opal_mutex_t dyn_lock;
+    /* ... and, where threads share links (OSC_UCXX.links_shared), the one
+     * operation at a time that may use or change their region caches
+     * (ompi_osc_ucxx_dyn_serial) */
+    opal_mutex_t dyn_serial_lock;
     ompi_osc_ucxx_region_t *regions;
     int nregions, regions_cap;
     uint64_t dyn_max_len;

@@ -460,6 +460,7 @@ static int context_init_locked(void)
     }
     if (UCS_THREAD_MODE_MULTI != OSC_UCXX.thread_mode || !OSC_UCXX.per_thread_workers) {
         OSC_UCXX.only_worker = OSC_UCXX.main_worker;  /* = ompi_osc_ucxx_worker_acquire's */
+        OSC_UCXX.links_shared = MPI_THREAD_MULTIPLE == ompi_mpi_thread_provided;
     }
 
     OBJ_CONSTRUCT(&OSC_UCXX.requests, opal_free_list_t);
@@ -540,6 +541,7 @@ void ompi_osc_ucxx_context_fini(void)
     OSC_UCXX.num_workers = 0;
     OSC_UCXX.main_worker = NULL;
     OSC_UCXX.only_worker = NULL;
+    OSC_UCXX.links_shared = false;
     ompi_osc_ucxx_tls.worker = NULL;
     if (OSC_UCXX.tls_key_created) {
         pthread_key_delete(OSC_UCXX.tls_key);
