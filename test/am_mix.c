@@ -12,6 +12,8 @@
  * c. (mpi_win_order=true only) put to A[0..3] and accumulate(SUM) to A[4..7],
  *    AM with no flush between: the AM sees both.  Repeated with an
  *    MPIX_Ram completed by MPI_Wait.
+ * e. (mpi_win_order=true only) AM, then a put over A with no flush between:
+ *    the AM's output is A before either, and the put wins.
  * d. AM, flush, MPI_Get sees its writes; accumulate(SUM), flush,
  *    MPI_Get_accumulate(MPI_NO_OP) sees both.
  * Then the target checks A against the origin's model.
@@ -182,6 +184,25 @@ static void run(int f, int ordered)
             MPI_Barrier(MPI_COMM_WORLD);
             target_check_a(&w, what);
         }
+    }
+
+    /* e: an AM, then a put over the same ints with no flush: the put lands
+     * after the AM's writes (the AM may still travel as a message while
+     * the put is a store into mapped memory) */
+    if (ordered) {
+        snprintf(what, sizeof(what), "e (%s, ordered)", ux_fname(f));
+        tu_where = what;
+        TU_MPI(MPI_Win_lock_all(0, w.win));
+        am_in(in, 8, 1);
+        UX_EXPECT(am(&w, in, out, 1, NULL), MPI_SUCCESS, "%s: AM", what);
+        for (int j = 0; j < P8; j++) buf[j] = rank * 31 + j * 7 + 3;
+        UX_EXPECT(MPI_Put(buf, P8, MPI_INT, next, ux_disp(&w, next, OFF_A), P8, MPI_INT, w.win),
+                  MPI_SUCCESS, "%s: put after AM, no flush", what);
+        UX_EXPECT(MPI_Win_unlock_all(w.win), MPI_SUCCESS, "%s: unlock_all", what);
+        am_check(in, out, 1, what);
+        for (int j = 0; j < P8; j++) model[j] = buf[j];
+        MPI_Barrier(MPI_COMM_WORLD);
+        target_check_a(&w, what);
     }
 
     /* d */
