@@ -393,10 +393,15 @@ static inline char *mapped_region(ompi_osc_ucxx_module_t *module, int target, ui
  * mapped memory keeps all its operations on one ordered UCX stream); a
  * store or load here then comes after every earlier one, as x86 keeps
  * stores in order.  (Through the general path an ordered 8 B put cost 16 ns
- * against 9 on a plain window, 16 puts and a flush.) */
-static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdiff_t disp,
-                                  int count, struct ompi_datatype_t *dt, int origin_count,
-                                  struct ompi_datatype_t *origin_dt, size_t *size)
+ * against 9 on a plain window, 16 puts and a flush.)  `ordered` is a
+ * constant in each caller: plain windows run the code they ran before
+ * ordered ones came here, and ordered ones try after them (with the checks
+ * for ordered windows made at run time in one function, a put on a plain
+ * window took 8.2 ns against 6.9; testing view->ordered first, 7.3). */
+static inline __opal_attribute_always_inline__ char *
+mapped_access(ompi_osc_ucxx_view_t *view, bool ordered, int target, ptrdiff_t disp, int count,
+              struct ompi_datatype_t *dt, int origin_count, struct ompi_datatype_t *origin_dt,
+              size_t *size)
 {
     ompi_osc_ucxx_module_t *module = view->core;
     ompi_osc_ucxx_peer_t *peer;
@@ -405,8 +410,8 @@ static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdif
     if (dt != origin_dt || count != origin_count || count <= 0 || disp < 0 ||
         !ompi_datatype_is_predefined(dt) || !ompi_datatype_is_contiguous_memory_layout(dt, count) ||
         (unsigned) target >= (unsigned) module->size || target == module->rank ||
-        view->memhandle || OSC_UCXX_IN_HANDLER() ||
-        (OPAL_UNLIKELY(view->ordered) && module->am_outstanding > 0)) {
+        view->memhandle || (!ordered && view->ordered) || OSC_UCXX_IN_HANDLER() ||
+        (ordered && module->am_outstanding > 0)) {
         return NULL;
     }
     peer = &module->peers[target];
@@ -425,9 +430,9 @@ static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdif
         return NULL;
     }
     if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == module->flavor)) {
-        return mapped_region(module, target, peer->base + offset, *size, view->ordered);
+        return mapped_region(module, target, peer->base + offset, *size, ordered);
     }
-    if (OPAL_UNLIKELY(view->ordered) && UINT64_MAX != peer->direct_hi) {
+    if (ordered && UINT64_MAX != peer->direct_hi) {
         return NULL;  /* (partly mapped) */
     }
     if (NULL == ompi_osc_ucxx_direct(module, target) || offset > peer->size ||
@@ -438,6 +443,36 @@ static inline char *mapped_access(ompi_osc_ucxx_view_t *view, int target, ptrdif
     return peer->direct_data + offset;
 }
 
+/* The copy a mapped put or get makes. */
+static inline void copy_access(char *p, bool is_put, void *origin_addr, size_t size)
+{
+    if (is_put) {
+        copy_mapped(p, origin_addr, size);
+    } else {
+        copy_mapped(origin_addr, p, size);
+    }
+}
+
+/* Where a plain window's mapped path said no: an ordered window's (out of
+ * the plain windows' way), then the general path. */
+static __opal_attribute_noinline__ int
+put_get_else(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, int origin_count,
+             struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+             int target_count, struct ompi_datatype_t *target_dt)
+{
+    size_t size;
+    char *p;
+
+    if (view->ordered &&
+        NULL != (p = mapped_access(view, true, target, target_disp, target_count, target_dt,
+                                   origin_count, origin_dt, &size))) {
+        copy_access(p, is_put, origin_addr, size);
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_ucxx_put_get(view, is_put, origin_addr, origin_count, origin_dt, target,
+                                 target_disp, target_count, target_dt, NULL);
+}
+
 /* MPI_Put / MPI_Get: the mapped path, else the general one. */
 static inline __opal_attribute_always_inline__ int
 put_or_get(struct ompi_win_t *win, bool is_put, void *origin_addr, int origin_count,
@@ -445,18 +480,14 @@ put_or_get(struct ompi_win_t *win, bool is_put, void *origin_addr, int origin_co
            struct ompi_datatype_t *target_dt)
 {
     size_t size;
-    char *p = mapped_access(OSC_UCXX_VIEW(win), target, target_disp, target_count, target_dt,
-                            origin_count, origin_dt, &size);
+    char *p = mapped_access(OSC_UCXX_VIEW(win), false, target, target_disp, target_count,
+                            target_dt, origin_count, origin_dt, &size);
     if (OPAL_LIKELY(NULL != p)) {
-        if (is_put) {
-            copy_mapped(p, origin_addr, size);
-        } else {
-            copy_mapped(origin_addr, p, size);
-        }
+        copy_access(p, is_put, origin_addr, size);
         return OMPI_SUCCESS;
     }
-    return ompi_osc_ucxx_put_get(OSC_UCXX_VIEW(win), is_put, origin_addr, origin_count,
-                                 origin_dt, target, target_disp, target_count, target_dt, NULL);
+    return put_get_else(OSC_UCXX_VIEW(win), is_put, origin_addr, origin_count, origin_dt, target,
+                        target_disp, target_count, target_dt);
 }
 
 int ompi_osc_ucxx_put(const void *origin_addr, int origin_count,
