@@ -432,10 +432,11 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
                       ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
                       ompi_op_t *op, bool fetch, ompi_osc_ucxx_request_t *req)
 {
-    return OSC_UCXX_DYN_SERIALIZED(view->core,
-                                   acc(view, origin_addr, origin_count, origin_dt, result_addr,
-                                       result_count, result_dt, target, target_disp,
-                                       target_count, target_dt, op, fetch, req));
+    bool held = ompi_osc_ucxx_dyn_serial_enter(view->core);
+    int rc = acc(view, origin_addr, origin_count, origin_dt, result_addr, result_count,
+                 result_dt, target, target_disp, target_count, target_dt, op, fetch, req);
+    ompi_osc_ucxx_dyn_serial_leave(view->core, held);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -592,6 +593,8 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
                                    ptrdiff_t target_disp, struct ompi_win_t *win)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
-    return OSC_UCXX_DYN_SERIALIZED(view->core, cas(view, origin_addr, compare_addr, result_addr,
-                                                   dt, target, target_disp));
+    bool held = ompi_osc_ucxx_dyn_serial_enter(view->core);
+    int rc = cas(view, origin_addr, compare_addr, result_addr, dt, target, target_disp);
+    ompi_osc_ucxx_dyn_serial_leave(view->core, held);
+    return rc;
 }

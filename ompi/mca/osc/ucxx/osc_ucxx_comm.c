@@ -355,9 +355,11 @@ int ompi_osc_ucxx_put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_
                           ptrdiff_t target_disp, int target_count,
                           struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req)
 {
-    return OSC_UCXX_DYN_SERIALIZED(view->core,
-                                   put_get(view, is_put, origin_addr, origin_count, origin_dt,
-                                           target, target_disp, target_count, target_dt, req));
+    bool held = ompi_osc_ucxx_dyn_serial_enter(view->core);
+    int rc = put_get(view, is_put, origin_addr, origin_count, origin_dt, target, target_disp,
+                     target_count, target_dt, req);
+    ompi_osc_ucxx_dyn_serial_leave(view->core, held);
+    return rc;
 }
 
 /* Dynamic windows: the target bytes [lo, lo + size) where the calling

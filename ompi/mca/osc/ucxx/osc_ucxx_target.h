@@ -220,20 +220,23 @@ static inline bool ompi_osc_ucxx_dyn_serial(const ompi_osc_ucxx_module_t *module
     return OPAL_UNLIKELY(OSC_UCXX.links_shared) && MPI_WIN_FLAVOR_DYNAMIC == module->flavor;
 }
 
-/* rc = call, under module's dyn_serial_lock where ompi_osc_ucxx_dyn_serial. */
-#define OSC_UCXX_DYN_SERIALIZED(module, call)                                 \
-    ({                                                                        \
-        ompi_osc_ucxx_module_t *m_ = (module);                                \
-        int rc_;                                                              \
-        if (ompi_osc_ucxx_dyn_serial(m_)) {                                   \
-            opal_mutex_lock(&m_->dyn_serial_lock);                            \
-            rc_ = (call);                                                     \
-            opal_mutex_unlock(&m_->dyn_serial_lock);                          \
-        } else {                                                              \
-            rc_ = (call);                                                     \
-        }                                                                     \
-        rc_;                                                                  \
-    })
+/* Around one operation: takes the lock where ompi_osc_ucxx_dyn_serial;
+ * pass what it returned to ..._leave. */
+static inline bool ompi_osc_ucxx_dyn_serial_enter(ompi_osc_ucxx_module_t *module)
+{
+    if (!ompi_osc_ucxx_dyn_serial(module)) {
+        return false;
+    }
+    opal_mutex_lock(&module->dyn_serial_lock);
+    return true;
+}
+
+static inline void ompi_osc_ucxx_dyn_serial_leave(ompi_osc_ucxx_module_t *module, bool held)
+{
+    if (held) {
+        opal_mutex_unlock(&module->dyn_serial_lock);
+    }
+}
 
 /* Dynamic windows: are the target bytes [lo, hi) inside the mapped range
  * this cache used last, with nothing detached at the target since? */
