@@ -89,6 +89,30 @@ static void tgt_clear(ompi_osc_ucxx_peer_t *peer, int32_t bits)
     }
 }
 
+/* Set BUSY in the target's access word unless one of `refuse` is set, or
+ * none of `need` is: a lock or unlock of one target claims it while it
+ * works on it.  A compare-and-swap where threads may race for the word; a
+ * plain load and store where one thread alone is in the component (two
+ * locked instructions less per MPI_Win_lock + put + unlock, which took
+ * 40 ns against osc/sm's 35). */
+static bool tgt_claim(ompi_osc_ucxx_peer_t *peer, int32_t refuse, int32_t need, int32_t *was)
+{
+    int32_t old = peer->access;
+
+    if (!OSC_UCXX.mt) {
+        if ((old & refuse) || (old & need) != need) return false;
+        peer->access = old | OSC_UCXX_TGT_BUSY;
+        *was = old;
+        return true;
+    }
+    do {
+        if ((old & refuse) || (old & need) != need) return false;
+    } while (!opal_atomic_compare_exchange_strong_32(&peer->access, &old,
+                                                     old | OSC_UCXX_TGT_BUSY));
+    *was = old;
+    return true;
+}
+
 /* In a lock_all epoch only the epoch lock's holder writes access words: a
  * lock or unlock of one target fails before it touches the word (the epoch
  * kind, nlocks), and fence opens need a fence epoch.  So there, under the
@@ -499,16 +523,10 @@ int ompi_osc_ucxx_epoch_lock_begin(ompi_osc_ucxx_module_t *module, int target)
     }
     if (OSC_UCXX_EPOCH_NONE != e->kind) {
         rc = OMPI_ERR_RMA_SYNC;
+    } else if (!tgt_claim(peer, OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_BUSY, 0, &old)) {
+        rc = OMPI_ERR_RMA_SYNC;  /* this process holds or is taking it */
     } else {
-        old = peer->access;
-        do {
-            if (old & (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_BUSY)) {
-                rc = OMPI_ERR_RMA_SYNC;  /* this process holds or is taking it */
-                break;
-            }
-        } while (!opal_atomic_compare_exchange_strong_32(&peer->access, &old,
-                                                         old | OSC_UCXX_TGT_BUSY));
-        if (OMPI_SUCCESS == rc) ompi_osc_ucxx_add32(&module->nlocks, 1);
+        ompi_osc_ucxx_add32(&module->nlocks, 1);
     }
     OSC_UCXX_SPIN_UNLOCK(&e->lock);
     return rc;
@@ -531,15 +549,11 @@ void ompi_osc_ucxx_epoch_lock_done(ompi_osc_ucxx_module_t *module, int target, i
 int ompi_osc_ucxx_epoch_unlock_begin(ompi_osc_ucxx_module_t *module, int target, int *type,
                                      bool *nocheck)
 {
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    int32_t old = peer->access;
+    int32_t old;
 
-    do {
-        if ((old & (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_BUSY)) != OSC_UCXX_TGT_LOCKED) {
-            return OMPI_ERR_RMA_SYNC;
-        }
-    } while (!opal_atomic_compare_exchange_strong_32(&peer->access, &old,
-                                                     old | OSC_UCXX_TGT_BUSY));
+    if (!tgt_claim(&module->peers[target], OSC_UCXX_TGT_BUSY, OSC_UCXX_TGT_LOCKED, &old)) {
+        return OMPI_ERR_RMA_SYNC;
+    }
     *type = (old & OSC_UCXX_TGT_EXCL) ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
     *nocheck = 0 != (old & OSC_UCXX_TGT_NOCHECK);
     return OMPI_SUCCESS;
