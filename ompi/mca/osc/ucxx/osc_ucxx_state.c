@@ -380,6 +380,37 @@ static bool peer_on_my_core(ompi_osc_ucxx_module_t *module, int cpu)
     return cpu >= 0 && NULL != from && (uint64_t) cpu == from->cpu.value;
 }
 
+/* More processes on this node than cores this one may run on?  Then a
+ * process we wait for may be waiting for a core itself. */
+bool ompi_osc_ucxx_crowded(void)
+{
+    cpu_set_t mine;
+    if (0 != sched_getaffinity(0, sizeof(mine), &mine)) return true;
+    return CPU_COUNT(&mine) < (int) opal_process_info.num_local_peers + 1;
+}
+
+/* Polls before a barrier wait for `writer` starts to yield the core.  Soon
+ * (a 16th of osc_ucxx_yield_after) where the writer may need our core: it
+ * entered its last barrier on the core we are on, or the node has more
+ * processes than cores, or we cannot tell (osc_ucxx_fence_unshare off: no
+ * process publishes its core); there a handoff took ~9 us a fence with
+ * 256 polls before the first yield and ~2 us with 16.  Else after the
+ * whole osc_ucxx_yield_after: the writer runs on a core of its own and is
+ * merely late, and a sched_yield (a system call that returns when the
+ * kernel is done with it) only delays our noticing it: OSU's fence
+ * latency pattern, 32-64 KiB puts, lost ~0.1 us a fence to yields. */
+static int barrier_patience(ompi_osc_ucxx_module_t *module, int writer, int cpu)
+{
+    int soon = (OSC_UCXX.yield_after + 15) / 16;
+    ompi_osc_ucxx_state_t *from;
+
+    if (cpu < 0 || module->crowded || NULL == (from = ompi_osc_ucxx_direct_state(module, writer)) ||
+        (uint64_t) cpu == __atomic_load_n(&from->cpu.value, __ATOMIC_RELAXED)) {
+        return soon;
+    }
+    return OSC_UCXX.yield_after;
+}
+
 /* Fence barrier (module->fence_by_state): a dissemination barrier through
  * the state segments, in place of the communicator's barrier, which costs
  * a message each way through the PML (under MPI_THREAD_MULTIPLE its locks
@@ -394,21 +425,17 @@ static bool peer_on_my_core(ompi_osc_ucxx_module_t *module, int cpu)
  * (its operations, completed by the fence's flush, included) happens before
  * anything any process does after leaving it.  The wait progresses the
  * library: peers still completing operations on us may need our CPU.  It
- * also gives the core away sooner than other waits (after a 16th of
- * osc_ucxx_yield_after polls, each of which runs opal_progress): where the
- * process it waits for shares our core (more processes than cores, or the
- * scheduler put two on one core for a while), the handoff cost ~9 us per
- * fence with the 256 polls before a yield, ~2 us after 16; where it does
- * not, a fence that waits that long is waiting for a late process anyway. */
+ * gives the core away sooner than other waits where the process it waits
+ * for may need our core (barrier_patience). */
 int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
 {
     uint64_t seq = ++module->barrier_seq;
-    int size = module->size, yield_after = (OSC_UCXX.yield_after + 15) / 16;
+    int size = module->size;
     int cpu = OSC_UCXX.fence_unshare ? sched_getcpu() : -1;
 
     if (cpu >= 0 && (uint64_t) cpu != module->state->cpu.value) module->state->cpu.value = cpu;
     for (int k = 0, dist = 1; dist < size; ++k, dist <<= 1) {
-        int peer = (module->rank + dist) % size, spins = 0;
+        int peer = (module->rank + dist) % size, spins = 0, yield_after;
         ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module, peer);
         if (OPAL_LIKELY(NULL != to)) {
             __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
@@ -417,6 +444,7 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
                              0, NULL);
             if (OMPI_SUCCESS != rc) return rc;
         }
+        yield_after = barrier_patience(module, (module->rank - dist + size) % size, cpu);
         while (__atomic_load_n(&module->state->barrier[k], __ATOMIC_ACQUIRE) < seq) {
             opal_progress();
             if (OSC_UCXX.yield_after > 0 && ++spins >= yield_after) sched_yield();

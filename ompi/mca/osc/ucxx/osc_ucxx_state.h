@@ -44,6 +44,7 @@ int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, u
 /* The closing fence's barrier where module->fence_by_state (all processes
  * call it in the same order). */
 int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module);
+bool ompi_osc_ucxx_crowded(void);
 
 /* PSCW: posts through per-origin slots where the origin maps our state;
  * completions counted in the target's complete word. */
