@@ -102,8 +102,9 @@ static int component_register(void)
     param("yield_after",
           "Wait loops that found nothing to progress this many times in a row call "
           "sched_yield between polls, so that the thread that can end the wait (a peer "
-          "served on the same core, a thread holding a worker) gets the core; "
-          "0: never yield",
+          "served on the same core, a thread holding a worker) gets the core; a fence "
+          "barrier waiting for a process that may need its core (same core, more processes "
+          "than cores) yields after a 16th of this; 0: never yield",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
           &OSC_UCXX.yield_after);
 
