@@ -89,9 +89,9 @@ static void tgt_clear(ompi_osc_ucxx_peer_t *peer, int32_t bits)
     }
 }
 
-/* Set BUSY in the target's access word unless one of `refuse` is set, or
- * none of `need` is: a lock or unlock of one target claims it while it
- * works on it.  A compare-and-swap where threads may race for the word; a
+/* Set BUSY in the target's access word, unless a bit of `refuse` is set
+ * or a bit of `need` is not (then false): a lock or unlock of one target
+ * claims it while it works on it; *was gets the word before.  A compare-and-swap where threads may race for the word; a
  * plain load and store where one thread alone is in the component (two
  * locked instructions less per MPI_Win_lock + put + unlock, which took
  * 40 ns against osc/sm's 35). */
