@@ -171,15 +171,26 @@ static __opal_attribute_noinline__ int flush_all_links(ompi_osc_ucxx_module_t *m
 
 /* The quiet case first, outside flush_all_links's frame (a stack array of
  * flush requests: entering it cost 3 ns a flush), and inline in this file's
- * flush and unlock (another 1.4 ns). */
-static inline int flush_module(ompi_osc_ucxx_module_t *module, int target,
-                               ompi_osc_ucxx_worker_t *only)
+ * flush and unlock (another 1.4 ns).  `released`: the caller's next step is
+ * a CPU atomic with release order on the target (its lock word), which
+ * orders our loads and stores through mappings before anyone can see it,
+ * as the barrier would (on x86 both are one locked instruction). */
+static inline int flush_before(ompi_osc_ucxx_module_t *module, int target,
+                               ompi_osc_ucxx_worker_t *only, bool released)
 {
     if (flush_quiet(module, target, only)) {
-        opal_atomic_mb();  /* stores through mappings are complete once visible */
+        if (!released) {
+            opal_atomic_mb();  /* stores through mappings are complete once visible */
+        }
         return OMPI_SUCCESS;
     }
     return flush_all_links(module, target, only);
+}
+
+static inline int flush_module(ompi_osc_ucxx_module_t *module, int target,
+                               ompi_osc_ucxx_worker_t *only)
+{
+    return flush_before(module, target, only, false);
 }
 
 int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
@@ -326,8 +337,11 @@ int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
         return rc;
     }
     /* Our operations land before anyone else can take the lock; the lock
-     * is released even when one of them failed. */
-    rc = flush_module(module, target, NULL);
+     * is released even when one of them failed.  (Released by a CPU
+     * atomic, the flush needs no barrier of its own: lock + 8 B put +
+     * unlock, 28 ns against 32 with it.) */
+    rc = flush_before(module, target, NULL,
+                      !nocheck && ompi_osc_ucxx_state_unlock_by_cpu(module, target));
     ompi_osc_ucxx_uam_sync(module, target, true);
     if (!nocheck) {
         r2 = ompi_osc_ucxx_state_unlock(module, target, type);

@@ -190,6 +190,11 @@ bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target)
     return true;
 }
 
+bool ompi_osc_ucxx_state_unlock_by_cpu(ompi_osc_ucxx_module_t *module, int target)
+{
+    return module->state_cpu && NULL != ompi_osc_ucxx_direct_state(module, target);
+}
+
 int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     uint64_t delta = (MPI_LOCK_EXCLUSIVE == type) ? (uint64_t) -OSC_UCXX_LOCK_EXCL

@@ -19,6 +19,9 @@ bool ompi_osc_ucxx_state_policy(ompi_osc_ucxx_module_t *module);
 /* Passive-target lock word of `target` (type MPI_LOCK_SHARED/EXCLUSIVE). */
 int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int target, int type);
 int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type);
+/* Is `target`'s lock word released by a CPU atomic (release order: our
+ * loads and stores before it are done before anyone sees it)? */
+bool ompi_osc_ucxx_state_unlock_by_cpu(ompi_osc_ucxx_module_t *module, int target);
 /* A shared lock if no writer holds or claims the target now (one atomic,
  * undone if one does); false otherwise, or on error. */
 bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target);
