@@ -30,7 +30,7 @@
 set -euo pipefail
 
 # The tests run under ASan: programs of test/*.list whose name matches.
-ASAN_TESTS=${ASAN_TESTS:-'^(threads|at_barrier|share_edges|dyn_hot|dyn_regions_mt|lockall_excl|ucx_start|ext_scope|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
+ASAN_TESTS=${ASAN_TESTS:-'^(threads|at_barrier|share_edges|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${ASAN_DIR:-$top/build-asan}

@@ -17,7 +17,9 @@
  * the lock_all section (get straddling the end of the attached region, put
  * past the end of the own region) and returns MPI_SUCCESS.  osc/ucx reports
  * no range errors at all.  osc/ucxx must detect every case, on every flavor
- * (for dynamic windows "the window" is the exactly attached byte range). */
+ * (for dynamic windows "the window" is the exactly attached byte range).
+ * --mt: under MPI_THREAD_MULTIPLE (osc/ucxx's lock then meets lock_all and
+ * start through nlocks and the epoch kind, without the epoch lock). */
 #include "testutil.h"
 
 #define SLOT 8   /* ints per rank in the checked area */
@@ -177,7 +179,8 @@ static void run(int flavor)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    tu_parse_args(argc, argv);
+    tu_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     for (int flavor = 0; flavor < TU_NFLAVORS; flavor++)
