@@ -109,11 +109,17 @@ static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
     return rc;
 }
 
+/* `target`'s state segment where its words change by CPU atomics, else
+ * NULL (UCX atomics). */
+static inline char *cpu_state(ompi_osc_ucxx_module_t *module, int target)
+{
+    return module->state_cpu ? (char *) ompi_osc_ucxx_direct_state(module, target) : NULL;
+}
+
 static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_atomic_op_t op,
                uint64_t value, uint64_t compare, uint64_t *result)
 {
-    char *state = module->state_cpu ? (char *) ompi_osc_ucxx_direct_state(module, target)
-                                    : NULL;
+    char *state = cpu_state(module, target);
     if (OPAL_LIKELY(NULL != state)) {
         uint64_t reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
         if (NULL != result) *result = reply;
@@ -193,7 +199,7 @@ bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target)
 
 bool ompi_osc_ucxx_state_unlock_by_cpu(ompi_osc_ucxx_module_t *module, int target)
 {
-    return module->state_cpu && NULL != ompi_osc_ucxx_direct_state(module, target);
+    return NULL != cpu_state(module, target);
 }
 
 int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type)
@@ -376,14 +382,13 @@ static void leave_shared_core(ompi_osc_ucxx_module_t *module, int cpu)
     }
 }
 
-/* Did the process that writes our slot of round 0 enter its last barrier
- * on the core we entered this one on?  (One line that changes only when its
- * owner moves: a cache hit.) */
-static bool peer_on_my_core(ompi_osc_ucxx_module_t *module, int cpu)
+/* Did `writer` enter its last barrier on the core we entered this one on?
+ * (One line that changes only when its owner moves: a cache hit.) */
+static bool on_my_core(ompi_osc_ucxx_module_t *module, int writer, int cpu)
 {
-    ompi_osc_ucxx_state_t *from =
-        ompi_osc_ucxx_direct_state(module, (module->rank - 1 + module->size) % module->size);
-    return cpu >= 0 && NULL != from && (uint64_t) cpu == from->cpu.value;
+    ompi_osc_ucxx_state_t *from = ompi_osc_ucxx_direct_state(module, writer);
+    return cpu >= 0 && NULL != from &&
+           (uint64_t) cpu == __atomic_load_n(&from->cpu.value, __ATOMIC_RELAXED);
 }
 
 /* More processes on this node than cores for them?  Then a process we
@@ -416,12 +421,9 @@ bool ompi_osc_ucxx_crowded(void)
  * latency pattern, 32-64 KiB puts, lost ~0.1 us a fence to yields. */
 static int barrier_patience(ompi_osc_ucxx_module_t *module, int writer, int cpu)
 {
-    int soon = (OSC_UCXX.yield_after + 15) / 16;
-    ompi_osc_ucxx_state_t *from;
-
-    if (cpu < 0 || module->crowded || NULL == (from = ompi_osc_ucxx_direct_state(module, writer)) ||
-        (uint64_t) cpu == __atomic_load_n(&from->cpu.value, __ATOMIC_RELAXED)) {
-        return soon;
+    if (cpu < 0 || module->crowded || NULL == ompi_osc_ucxx_direct_state(module, writer) ||
+        on_my_core(module, writer, cpu)) {
+        return (OSC_UCXX.yield_after + 15) / 16;
     }
     return OSC_UCXX.yield_after;
 }
@@ -465,7 +467,9 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
             if (OSC_UCXX.yield_after > 0 && ++spins >= yield_after) sched_yield();
         }
     }
-    module->shared_core_streak = peer_on_my_core(module, cpu) ? module->shared_core_streak + 1 : 0;
+    module->shared_core_streak =
+        on_my_core(module, (module->rank - 1 + size) % size, cpu) ? module->shared_core_streak + 1
+                                                                  : 0;
     if (module->shared_core_streak >= module->unshare_after) {
         leave_shared_core(module, cpu);
     }
