@@ -13,9 +13,10 @@
  * completed additions, or one no sequence of whole updates produces
  * ("fetched ... is no possible intermediate").  The ranks start each round
  * together after a barrier with a full-range accumulate, then mix bulk
- * ranges (1 .. N elements, log-uniform, one in eight the whole window),
- * contiguous and vector (stride 2) on origin and target, with single-element
- * MPI_Fetch_and_op / MPI_Accumulate on a few hot elements inside them.
+ * ranges (1 .. N elements, log-uniform, one in eight the whole window; one
+ * in four 2 .. 8 elements across a hot element), contiguous and vector
+ * (stride 2) on origin and target, with single-element MPI_Fetch_and_op /
+ * MPI_Accumulate on a few hot elements inside them.
  * (Under UCX_TLS=tcp the targets apply everything themselves, one message
  * at a time, so only the shared-memory runs can catch missing exclusion.)
  *
@@ -156,8 +157,19 @@ static void make_ops(bop_t *ops, int iters, int r, uint64_t seed, const bcase_t 
         }
         {
             int max = o->tvec ? (n + 1) / 2 : n;
-            int64_t span;
+            int64_t span, at;
             o->count = (0 == k % 8) ? max : rnd_count(&s, max);
+            if (0 == rnd_next(&s) % 4) {
+                /* a few elements across a hot one: small ranges take only
+                 * the stripes they touch, not the whole window, so this is
+                 * where single-element and bulk exclusion must agree */
+                o->count = 2 + (int)(rnd_next(&s) % 7);
+                if (o->count > max) o->count = max;
+                span = o->tvec ? 2 * (int64_t)o->count - 1 : o->count;
+                at = hot[rnd_next(&s) % NHOT] - (int64_t)(rnd_next(&s) % (uint64_t)span);
+                o->start = at < 0 ? 0 : at > n - span ? n - span : at;
+                continue;
+            }
             span = o->tvec ? 2 * (int64_t)o->count - 1 : o->count;
             o->start = (int64_t)(rnd_next(&s) % (uint64_t)(n - span + 1));
         }

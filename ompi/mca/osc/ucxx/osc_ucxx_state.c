@@ -236,27 +236,10 @@ uint32_t ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi)
     return mask;
 }
 
-static bool word_try(volatile uint64_t *word)
-{
-    uint64_t expected = 0;
-    return __atomic_compare_exchange_n(word, &expected, 1, false, __ATOMIC_SEQ_CST,
-                                       __ATOMIC_RELAXED);
-}
-
-static void word_release(volatile uint64_t *word)
-{
-    __atomic_store_n(word, 0, __ATOMIC_RELEASE);
-}
-
-static bool all_taken(ompi_osc_ucxx_state_t *state)
-{
-    return 0 != __atomic_load_n(&state->acc_all.value, __ATOMIC_SEQ_CST);
-}
-
 static void stripes_release(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
     for (uint32_t m = mask; 0 != m; m &= m - 1) {
-        word_release(&state->acc_locks[__builtin_ctz(m)].value);
+        ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(m)].value);
     }
 }
 
@@ -265,12 +248,12 @@ static bool stripes_try(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
     for (uint32_t m = mask; 0 != m; m &= m - 1) {
         int s = __builtin_ctz(m);
-        if (!word_try(&state->acc_locks[s].value)) {
+        if (!ompi_osc_ucxx_word_try(&state->acc_locks[s].value)) {
             stripes_release(state, mask & ((1u << s) - 1));
             return false;
         }
     }
-    if (all_taken(state)) {
+    if (ompi_osc_ucxx_acc_all_taken(state)) {
         stripes_release(state, mask);
         return false;
     }
@@ -287,10 +270,10 @@ static bool stripes_busy(ompi_osc_ucxx_state_t *state)
 
 /* The holder may need our progress (it never waits for a message while
  * holding, but a UCX flush of its own may need us). */
-void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+void ompi_osc_ucxx_stripes_lock_wait(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
     if (OSC_UCXX_STRIPES_ALL == mask) {
-        while (!word_try(&state->acc_all.value)) opal_progress();
+        while (!ompi_osc_ucxx_word_try(&state->acc_all.value)) opal_progress();
         while (stripes_busy(state)) opal_progress();
         return;
     }
@@ -299,10 +282,10 @@ void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask)
     }
 }
 
-void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+void ompi_osc_ucxx_stripes_unlock_many(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
     if (OSC_UCXX_STRIPES_ALL == mask) {
-        word_release(&state->acc_all.value);
+        ompi_osc_ucxx_word_release(&state->acc_all.value);
     } else {
         stripes_release(state, mask);
     }
@@ -314,9 +297,9 @@ bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask)
     if (OSC_UCXX_STRIPES_ALL != mask) {
         return stripes_try(state, mask);
     }
-    if (!word_try(&state->acc_all.value)) return false;
+    if (!ompi_osc_ucxx_word_try(&state->acc_all.value)) return false;
     if (stripes_busy(state)) {
-        word_release(&state->acc_all.value);
+        ompi_osc_ucxx_word_release(&state->acc_all.value);
         return false;
     }
     return true;

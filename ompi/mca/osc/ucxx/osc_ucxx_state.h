@@ -31,9 +31,52 @@ bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target);
  * log2 of the owner's stripe block (peer->acc_shift).  A mask covers one to
  * a few stripes, or is OSC_UCXX_STRIPES_ALL (the whole window). */
 uint32_t ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi);
-void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask);
 bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask);
-void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask);
+void ompi_osc_ucxx_stripes_lock_wait(ompi_osc_ucxx_state_t *state, uint32_t mask);
+void ompi_osc_ucxx_stripes_unlock_many(ompi_osc_ucxx_state_t *state, uint32_t mask);
+
+/* An exclusion word: 0 free, 1 held (sequentially consistent take: the
+ * Dekker pairing of stripes and acc_all, osc_ucxx_state.c). */
+static inline bool ompi_osc_ucxx_word_try(volatile uint64_t *word)
+{
+    uint64_t expected = 0;
+    return __atomic_compare_exchange_n(word, &expected, 1, false, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_RELAXED);
+}
+
+static inline void ompi_osc_ucxx_word_release(volatile uint64_t *word)
+{
+    __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+}
+
+static inline bool ompi_osc_ucxx_acc_all_taken(ompi_osc_ucxx_state_t *state)
+{
+    return 0 != __atomic_load_n(&state->acc_all.value, __ATOMIC_SEQ_CST);
+}
+
+/* One stripe, what a single element takes, inline: a compare-and-swap and
+ * a load (an 8 B accumulate spent as long again in the calls and loops
+ * that serve several); the rest waits out of line. */
+static inline void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    if (OPAL_LIKELY(0 != mask && 0 == (mask & (mask - 1)))) {
+        volatile uint64_t *word = &state->acc_locks[__builtin_ctz(mask)].value;
+        if (OPAL_LIKELY(ompi_osc_ucxx_word_try(word))) {
+            if (OPAL_LIKELY(!ompi_osc_ucxx_acc_all_taken(state))) return;
+            ompi_osc_ucxx_word_release(word);
+        }
+    }
+    ompi_osc_ucxx_stripes_lock_wait(state, mask);
+}
+
+static inline void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    if (OPAL_LIKELY(0 != mask && 0 == (mask & (mask - 1)))) {
+        ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(mask)].value);
+        return;
+    }
+    ompi_osc_ucxx_stripes_unlock_many(state, mask);
+}
 
 /* User active messages: the execution word of a state segment mapped here
  * (ours, or a target's for origin-side execution).  Handlers that asserted
