@@ -13,8 +13,17 @@
  *    all covering the same locations at the same time; the final array must
  *    equal the sum of all contributions, computed locally.
  *
+ * 3. spans: on a 16-element MPI_INT64_T array at the last rank, with
+ *    mpi_accumulate_granularity 8 (every element its own exclusion block),
+ *    every rank alternates MPI_Fetch_and_op on one element and
+ *    MPI_Accumulate of 2..8 contiguous elements, each flushed: a short range
+ *    must exclude every element it covers, not only its first, or updates
+ *    of both kinds to its other elements are lost (the final array is
+ *    compared with the sum of all contributions).
+ *
  * Environment: ACC_ITERS (default 10000; 2000 when UCX_TLS selects tcp, where
- * every atomic is emulated), ACC_MIX_ITERS (default 200).
+ * every atomic is emulated), ACC_MIX_ITERS (default 200), ACC_SPAN_ITERS
+ * (default 50000; 5000 over tcp).
  *
  * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
  */
@@ -153,22 +162,89 @@ static void mix_test(int flavor, int me, int nprocs, int iters)
     free(bufs);
 }
 
+#define S 16
+
+/* operation k of origin r in the spans test: element range [*first, +*count) */
+static void span_op(int k, int r, int *first, int *count)
+{
+    if ((k + r) % 2 == 0) {
+        *count = 1;
+        *first = (k * 7 + r * 3) % S;
+    } else {
+        *count = 2 + k % 7;
+        *first = (k * 5 + r) % (S - *count + 1);
+    }
+}
+
+static int64_t span_val(int k, int r) { return 1 + (k + r) % 3; }
+
+static void span_test(int flavor, int me, int nprocs, int iters)
+{
+    tu_win_t w;
+    int t = nprocs - 1, k, j, r, first, count;
+    int64_t vals[8], res;
+    MPI_Info info;
+    double t0;
+
+    TU_MPI(MPI_Info_create(&info));
+    TU_MPI(MPI_Info_set(info, "mpi_accumulate_granularity", "8"));
+    tu_win_create(flavor, S * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
+    TU_MPI(MPI_Info_free(&info));
+    t0 = MPI_Wtime();
+    TU_MPI(MPI_Win_lock_all(0, w.win));
+    for (k = 0; k < iters; k++) {
+        span_op(k, me, &first, &count);
+        for (j = 0; j < count; j++) vals[j] = span_val(k, me);
+        if (1 == count) {
+            TU_MPI(MPI_Fetch_and_op(vals, &res, MPI_INT64_T, t, tu_disp(&w, t, first), MPI_SUM,
+                                    w.win));
+        } else {
+            TU_MPI(MPI_Accumulate(vals, count, MPI_INT64_T, t, tu_disp(&w, t, first), count,
+                                  MPI_INT64_T, MPI_SUM, w.win));
+        }
+        TU_MPI(MPI_Win_flush(t, w.win));
+    }
+    TU_MPI(MPI_Win_unlock_all(w.win));
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (me == t) {
+        int64_t expected[S] = {0}, *got = w.base;
+        for (r = 0; r < nprocs; r++) {
+            for (k = 0; k < iters; k++) {
+                span_op(k, r, &first, &count);
+                for (j = 0; j < count; j++) expected[first + j] += span_val(k, r);
+            }
+        }
+        TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w.win));
+        for (j = 0; j < S; j++) {
+            TU_CHECK(got[j] == expected[j], "spans on %s: element %d = %lld, expected %lld",
+                     tu_flavor_names[flavor], j, (long long)got[j], (long long)expected[j]);
+        }
+        TU_MPI(MPI_Win_unlock(me, w.win));
+        printf("  %-8s spans: %d x %d ops in %.2fs\n", tu_flavor_names[flavor], nprocs, iters,
+               MPI_Wtime() - t0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    tu_win_free(&w);
+}
 
 int main(int argc, char **argv)
 {
     int me, nprocs, flavor, rc;
-    int iters, mix_iters;
+    int iters, mix_iters, span_iters;
     tu_parse_args(argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     iters = tu_env_int("ACC_ITERS", tu_slow_transport() ? 2000 : 10000);
     mix_iters = tu_env_int("ACC_MIX_ITERS", 200);
+    span_iters = tu_env_int("ACC_SPAN_ITERS", tu_slow_transport() ? 5000 : 50000);
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_enabled(flavor)) continue;
         counter_test(flavor, me, nprocs, iters);
         mix_test(flavor, me, nprocs, mix_iters);
+        span_test(flavor, me, nprocs, span_iters);
     }
     rc = tu_finish("acc_contend");
     MPI_Finalize();

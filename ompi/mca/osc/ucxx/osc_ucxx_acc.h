@@ -104,66 +104,72 @@ static inline void ompi_osc_ucxx_acc_run(const ompi_osc_ucxx_acc_t *a, char *tgt
     }
 }
 
-/* A copy of one element of 4 or 8 bytes (a load and a store, not a call);
- * false: another size. */
-static inline bool ompi_osc_ucxx_copy_word(char *dst, const char *src, size_t size)
+/* tgt[i] = tgt[i] + src[i] for n elements of type T, as the kernels do (a
+ * loop the compiler sees whole, at any alignment). */
+#define OSC_UCXX_SUM_FEW(T)                                                  \
+    do {                                                                      \
+        for (size_t i_ = 0; i_ < n; ++i_) {                                   \
+            T o_, v_;                                                         \
+            memcpy(&o_, tgt + i_ * sizeof(T), sizeof(T));                     \
+            memcpy(&v_, src + i_ * sizeof(T), sizeof(T));                     \
+            o_ += v_;                                                         \
+            memcpy(tgt + i_ * sizeof(T), &o_, sizeof(T));                     \
+        }                                                                     \
+        return;                                                               \
+    } while (0)
+
+/* n elements of 4 or 8 bytes: loads and stores of that size (memcpy of a
+ * length known only at run time is a call). */
+static inline __opal_attribute_always_inline__ void
+ompi_osc_ucxx_copy_words(char *dst, const char *src, size_t n, size_t size)
 {
-    if (8 == size) {
-        memcpy(dst, src, 8);
-    } else if (4 == size) {
-        memcpy(dst, src, 4);
-    } else {
-        return false;
+    for (size_t i = 0; i < n; ++i) {
+        if (8 == size) {
+            memcpy(dst + 8 * i, src + 8 * i, 8);
+        } else {
+            memcpy(dst + 4 * i, src + 4 * i, 4);
+        }
     }
-    return true;
 }
 
-/* One element: acc_run, with the common cases inline (a sum of 4- or 8-byte
- * integers or floats, replace, no-op on 4 or 8 bytes): through acc_run's
- * calls an 8 B accumulate spent as long in them as in everything else. */
+/* A few elements (the mapped path's single ones and short runs):
+ * acc_run, with the common cases of up to 8 elements inline (a sum of 4- or
+ * 8-byte integers or floats, replace, no-op): through acc_run's calls an
+ * 8 B accumulate spent as long in them as in everything else. */
 static inline __opal_attribute_always_inline__ void
-ompi_osc_ucxx_acc_one(const ompi_osc_ucxx_acc_t *a, char *tgt,
-                                         const char *src, char *res)
+ompi_osc_ucxx_acc_few(const ompi_osc_ucxx_acc_t *a, char *tgt, const char *src, char *res,
+                      size_t n)
 {
-    if (OPAL_UNLIKELY(!a->hw)) {
-        ompi_osc_ucxx_acc_run(a, tgt, src, res, 1);
+    if (OPAL_UNLIKELY(!a->hw || n > 8)) {
+        ompi_osc_ucxx_acc_run(a, tgt, src, res, n);  /* (past 8: the vector loops) */
         return;
     }
-    if (NULL != res) (void) ompi_osc_ucxx_copy_word(res, tgt, a->esize);
+    if (NULL != res) ompi_osc_ucxx_copy_words(res, tgt, n, a->esize);
     if (ompi_osc_ucxx_is_no_op(a->op)) return;
     if (ompi_osc_ucxx_is_replace(a->op)) {
-        (void) ompi_osc_ucxx_copy_word(tgt, src, a->esize);
+        ompi_osc_ucxx_copy_words(tgt, src, n, a->esize);
         return;
     }
     if (OMPI_OP_SUM == a->op->op_type) {
+        /* (integers unsigned: they wrap, never overflow undefined) */
         switch (a->elem->super.id) {
-        case OPAL_DATATYPE_INT4: case OPAL_DATATYPE_UINT4: {
-            uint32_t o, v;
-            memcpy(&o, tgt, 4); memcpy(&v, src, 4); o += v; memcpy(tgt, &o, 4);
-            return;
-        }
+        case OPAL_DATATYPE_INT4: case OPAL_DATATYPE_UINT4:
+            OSC_UCXX_SUM_FEW(uint32_t);
         case OPAL_DATATYPE_INT8: case OPAL_DATATYPE_UINT8:
-        case OPAL_DATATYPE_LONG: case OPAL_DATATYPE_UNSIGNED_LONG: {
-            uint64_t o, v;
-            memcpy(&o, tgt, 8); memcpy(&v, src, 8); o += v; memcpy(tgt, &o, 8);
-            return;
-        }
-        case OPAL_DATATYPE_FLOAT8: {
-            double o, v;
-            memcpy(&o, tgt, 8); memcpy(&v, src, 8); o += v; memcpy(tgt, &o, 8);
-            return;
-        }
-        case OPAL_DATATYPE_FLOAT4: {
-            float o, v;
-            memcpy(&o, tgt, 4); memcpy(&v, src, 4); o += v; memcpy(tgt, &o, 4);
-            return;
-        }
+        case OPAL_DATATYPE_LONG: case OPAL_DATATYPE_UNSIGNED_LONG:
+            OSC_UCXX_SUM_FEW(uint64_t);
+        case OPAL_DATATYPE_FLOAT8:
+            OSC_UCXX_SUM_FEW(double);
+        case OPAL_DATATYPE_FLOAT4:
+            OSC_UCXX_SUM_FEW(float);
         default:
             break;
         }
     }
-    ompi_osc_ucxx_acc_run(a, tgt, src, NULL, 1);
+    ompi_osc_ucxx_acc_run(a, tgt, src, NULL, n);
 }
+
+#undef OSC_UCXX_SUM_FEW
 
 /* ------------------------------------------------------------------------- */
 /* A layout as runs of consecutive elements */
@@ -321,16 +327,17 @@ static inline size_t ompi_osc_ucxx_hold_cover(ompi_osc_ucxx_hold_t *h,
     return fit < n ? fit : n;
 }
 
-/* One element at p: the stripe it lies in (those it touches, where it
- * crosses a block), without hold_cover's span. */
+/* n elements from p (a span of at most osc_ucxx_acc_hold bytes): the
+ * stripe they lie in (the stripes they touch, where they cross a block),
+ * without hold_cover's moving span. */
 static inline __opal_attribute_always_inline__ void
-ompi_osc_ucxx_hold_element(ompi_osc_ucxx_hold_t *h,
-                                              const ompi_osc_ucxx_acc_t *a, char *p)
+ompi_osc_ucxx_hold_elements(ompi_osc_ucxx_hold_t *h, const ompi_osc_ucxx_acc_t *a, char *p,
+                            size_t n)
 {
-    uint64_t lo = (uint64_t) (p - h->base), last = lo + a->width - 1;
+    uint64_t lo = (uint64_t) (p - h->base), last = lo + (n - 1) * a->ext + a->width - 1;
 
     h->lo = p;
-    h->hi = p + a->width;
+    h->hi = p + (last + 1 - lo);
     h->mask = (lo >> h->shift) == (last >> h->shift)
                   ? 1u << ((lo >> h->shift) % OSC_UCXX_STRIPES)
                   : ompi_osc_ucxx_stripe_mask(h->shift, lo, last + 1);
