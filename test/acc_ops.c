@@ -26,6 +26,9 @@
  * ACC_PHASES (substring list, e.g. "acc,fop"; default all).
  *
  * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
+ * Argument --single-intrinsic: windows with acc_single_intrinsic=true (single
+ * 4/8-byte elements then take one atomic each, no exclusion; a cell is
+ * accessed with one count only, as that key asks).
  */
 #include "acc_types.h"
 
@@ -357,6 +360,7 @@ int main(int argc, char **argv)
     int full = getenv("ACC_FULL") && atoi(getenv("ACC_FULL"));
     const char *phases = getenv("ACC_PHASES");
     char *obuf, *rbuf;
+    MPI_Info info = MPI_INFO_NULL;
 
     tu_parse_args(argc, argv);
     MPI_Init(&argc, &argv);
@@ -376,10 +380,14 @@ int main(int argc, char **argv)
     obuf = malloc(orig_bytes);
     rbuf = malloc(res_bytes);
 
+    if (tu_opt_flag(argc, argv, "--single-intrinsic")) {
+        TU_MPI(MPI_Info_create(&info));
+        TU_MPI(MPI_Info_set(info, "acc_single_intrinsic", "true"));
+    }
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         tu_win_t w;
         if (!tu_flavor_enabled(flavor)) continue;
-        tu_win_create(flavor, (MPI_Aint)win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+        tu_win_create(flavor, (MPI_Aint)win_bytes, 1, info, MPI_COMM_WORLD, &w);
         for (phase = 0; phase < NPHASES; phase++) {
             if (!tu_in_list(phases, phase_name[phase])) continue;
             run_phase(phase, &w, obuf, rbuf, me, nprocs);
@@ -387,6 +395,7 @@ int main(int argc, char **argv)
         tu_win_free(&w);
     }
 
+    if (MPI_INFO_NULL != info) MPI_Info_free(&info);
     for (ci = 0; ci < ncases; ci++)
         if (cases[ci].vec) MPI_Type_free(&cases[ci].tdt);
     free(cases);

@@ -103,12 +103,63 @@ static void combine(const ompi_osc_ucxx_acc_t *a, const void *origin, const void
     ompi_osc_ucxx_acc_run(a, out, origin, NULL, 1);
 }
 
+/* The one CPU instruction that is this op on this element, where there is
+ * one: fetch-add, -and, -or, -xor on integers, exchange, a load for no-op;
+ * false: a compare-and-swap loop does it (cpu_element).  (Through the loop,
+ * an 8 B fetch_and_op + flush under acc_single_intrinsic took 28.7 ns, more
+ * than under the stripe's exclusion.) */
+static inline __opal_attribute_always_inline__ bool
+cpu_native(const ompi_osc_ucxx_acc_t *a, char *tgt, const char *origin, char *result)
+{
+    enum { LOAD, ADD, AND, OR, XOR, SWAP } how;
+    uint64_t v = 0, old;
+
+    if (ompi_osc_ucxx_is_no_op(a->op)) {
+        how = LOAD;
+    } else if (ompi_osc_ucxx_is_replace(a->op)) {
+        how = SWAP;
+    } else if (!is_integer(a->elem)) {
+        return false;
+    } else {
+        switch (a->op->op_type) {
+        case OMPI_OP_SUM:  how = ADD; break;
+        case OMPI_OP_BAND: how = AND; break;
+        case OMPI_OP_BOR:  how = OR;  break;
+        case OMPI_OP_BXOR: how = XOR; break;
+        default: return false;
+        }
+    }
+    if (LOAD != how) memcpy(&v, origin, a->esize);  /* (little-endian: the low bytes) */
+#define OSC_UCXX_CPU_NATIVE(T)                                                \
+    do {                                                                      \
+        T *w_ = (T *) tgt, x_ = (T) v;                                        \
+        switch (how) {                                                        \
+        case LOAD: old = __atomic_load_n(w_, __ATOMIC_ACQUIRE); break;        \
+        case ADD:  old = __atomic_fetch_add(w_, x_, __ATOMIC_ACQ_REL); break; \
+        case AND:  old = __atomic_fetch_and(w_, x_, __ATOMIC_ACQ_REL); break; \
+        case OR:   old = __atomic_fetch_or(w_, x_, __ATOMIC_ACQ_REL); break;  \
+        case XOR:  old = __atomic_fetch_xor(w_, x_, __ATOMIC_ACQ_REL); break; \
+        default:   old = __atomic_exchange_n(w_, x_, __ATOMIC_ACQ_REL); break;\
+        }                                                                     \
+        if (NULL != result) memcpy(result, &old, sizeof(T));                  \
+    } while (0)
+    if (8 == a->esize) {
+        OSC_UCXX_CPU_NATIVE(uint64_t);
+    } else {
+        OSC_UCXX_CPU_NATIVE(uint32_t);
+    }
+#undef OSC_UCXX_CPU_NATIVE
+    return true;
+}
+
 /* One CPU atomic (a compare-and-swap loop where no instruction is the op). */
 static void cpu_element(const ompi_osc_ucxx_acc_t *a, char *tgt, const char *origin,
                         char *result)
 {
     uint64_t old = 0, nv = 0;
     bool wide = 8 == a->esize;
+
+    if (cpu_native(a, tgt, origin, result)) return;
 
     if (wide) old = __atomic_load_n((uint64_t *) tgt, __ATOMIC_ACQUIRE);
     else old = __atomic_load_n((uint32_t *) tgt, __ATOMIC_ACQUIRE);
@@ -578,7 +629,9 @@ acc_fast(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
         return false;
     }
     if (lockfree) {
-        cpu_element(&a, p, origin_addr, fetch ? result_addr : NULL);
+        if (!cpu_native(&a, p, origin_addr, fetch ? result_addr : NULL)) {
+            cpu_element(&a, p, origin_addr, fetch ? result_addr : NULL);
+        }
     } else if (1 == count) {
         ompi_osc_ucxx_hold_elements(&h, &a, p, 1);
         ompi_osc_ucxx_acc_few(&a, p, origin_addr, fetch ? result_addr : NULL, 1);
