@@ -548,9 +548,9 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
  * on every side, to a peer's memory mapped here whole, in an epoch that
  * opened it (ompi_osc_ucxx_mapped_access): applied at once, as the general
  * path would apply them, without its prologue (epoch check, range, worker,
- * path, decisions).  An 8 B MPI_Accumulate + flush took 52 ns through it
- * against osc/sm's 25, of which the exclusion is a few.  Everything else,
- * and every error, takes the general path. */
+ * path, decisions).  An 8 B MPI_Accumulate + flush took 52 ns through that
+ * prologue, 32 here (osc/sm: 25); the exclusion itself is ~3.  Everything
+ * else, and every error, takes the general path. */
 
 /* Would the general path apply it here at once, with nothing to wait for or
  * to report first?  (Ordered accumulates: no UCX atomic of this thread's
@@ -606,9 +606,9 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     return p;
 }
 
-/* Runs up to this long take their stripes at once and apply inline (64 B
- * in 42 ns through contig_held's moving span and the kernels' call, against
- * 31 for one element); longer ones go through the vectorized kernels. */
+/* Runs up to this long take their stripes at once (64 B with a flush: 36 ns,
+ * against 42 through contig_held's moving span and a kernel call); longer
+ * ones hold a moving span. */
 #define FEW_BYTES 512
 
 /* MPI_Accumulate, MPI_Get_accumulate, MPI_Fetch_and_op; false: not here. */
@@ -634,7 +634,7 @@ acc_fast(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
         }
     } else if (1 == count) {
         ompi_osc_ucxx_hold_elements(&h, &a, p, 1);
-        ompi_osc_ucxx_acc_few(&a, p, origin_addr, fetch ? result_addr : NULL, 1);
+        ompi_osc_ucxx_acc_few(&a, p, no_op ? NULL : origin_addr, fetch ? result_addr : NULL, 1);
         ompi_osc_ucxx_hold_release(&h);
     } else if ((size_t) count * a.ext <= ompi_osc_ucxx_min(FEW_BYTES, OSC_UCXX.acc_hold)) {
         ompi_osc_ucxx_hold_elements(&h, &a, p, (size_t) count);
