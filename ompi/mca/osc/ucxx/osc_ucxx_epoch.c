@@ -321,24 +321,6 @@ int ompi_osc_ucxx_epoch_open_target(ompi_osc_ucxx_module_t *module, int target)
 /* ------------------------------------------------------------------------- */
 /* Checks for synchronization calls */
 
-bool ompi_osc_ucxx_epoch_passive(ompi_osc_ucxx_module_t *module, int target)
-{
-    /* the target's word first: operations on it just read that line, while
-     * the epoch's changes at every lock_all and unlock_all (held: only
-     * lock_all takes a target's shared lock) */
-    if (target >= 0 &&
-        0 != (module->peers[target].access & (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_HELD))) {
-        return true;
-    }
-    if (OSC_UCXX_EPOCH_LOCK_ALL == module->access->kind) {
-        return true;
-    }
-    if (target < 0) {
-        return module->nlocks > 0;
-    }
-    return 0 != (module->peers[target].access & OSC_UCXX_TGT_LOCKED);
-}
-
 bool ompi_osc_ucxx_epoch_busy(ompi_osc_ucxx_module_t *module)
 {
     int kind = module->access->kind;

@@ -62,8 +62,26 @@ static inline int ompi_osc_ucxx_epoch_check(ompi_osc_ucxx_module_t *module, int 
     return ompi_osc_ucxx_epoch_open_target(module, target);
 }
 
-/* Is a flush of `target` (all: -1) valid: a passive-target epoch on it? */
-bool ompi_osc_ucxx_epoch_passive(ompi_osc_ucxx_module_t *module, int target);
+/* Is a flush of `target` (all: -1) valid: a passive-target epoch on it?
+ * (Inline: every flush asks.) */
+static inline bool ompi_osc_ucxx_epoch_passive(ompi_osc_ucxx_module_t *module, int target)
+{
+    /* the target's word first: operations on it just read that line, while
+     * the epoch's changes at every lock_all and unlock_all (held: only
+     * lock_all takes a target's shared lock) */
+    if (target >= 0 &&
+        0 != (module->peers[target].access & (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_HELD))) {
+        return true;
+    }
+    if (OSC_UCXX_EPOCH_LOCK_ALL == module->access->kind) {
+        return true;
+    }
+    if (target < 0) {
+        return module->nlocks > 0;
+    }
+    return 0 != (module->peers[target].access & OSC_UCXX_TGT_LOCKED);
+}
+
 /* Is any epoch other than an exposure epoch or an unused fence epoch open
  * (fence, free)? */
 bool ompi_osc_ucxx_epoch_busy(ompi_osc_ucxx_module_t *module);

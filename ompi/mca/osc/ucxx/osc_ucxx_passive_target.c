@@ -244,8 +244,10 @@ static ompi_osc_ucxx_worker_t *flush_scope(ompi_osc_ucxx_view_t *view)
 }
 
 /* A flush is valid only inside a passive-target epoch on that target
- * (target -1: every target). */
-static int flush_targets(ompi_osc_ucxx_view_t *view, int target)
+ * (target -1: every target).  Inline in the flushes, with the epoch check:
+ * 8 B put + flush in a loop, 15.7 ns against 16.4 with both calls. */
+static inline __opal_attribute_always_inline__ int
+flush_targets(ompi_osc_ucxx_view_t *view, int target)
 {
     OSC_UCXX_NOT_IN_HANDLER();
     if (!ompi_osc_ucxx_epoch_passive(view->core, target)) {
