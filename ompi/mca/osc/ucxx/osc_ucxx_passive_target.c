@@ -254,9 +254,7 @@ flush_targets(ompi_osc_ucxx_view_t *view, int target)
         return OMPI_ERR_RMA_SYNC;
     }
     int rc = flush_module(view->core, target, flush_scope(view));
-    if (OPAL_UNLIKELY(NULL != view->core->uam)) {  /* (a call per flush otherwise) */
-        ompi_osc_ucxx_uam_sync(view->core, target, false);
-    }
+    ompi_osc_ucxx_uam_sync(view->core, target, false);
     return rc;
 }
 

@@ -109,17 +109,10 @@ static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
     return rc;
 }
 
-/* `target`'s state segment where its words change by CPU atomics, else
- * NULL (UCX atomics). */
-static inline char *cpu_state(ompi_osc_ucxx_module_t *module, int target)
-{
-    return module->state_cpu ? (char *) ompi_osc_ucxx_direct_state(module, target) : NULL;
-}
-
 static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_atomic_op_t op,
                uint64_t value, uint64_t compare, uint64_t *result)
 {
-    char *state = cpu_state(module, target);
+    char *state = ompi_osc_ucxx_cpu_state(module, target);
     if (OPAL_LIKELY(NULL != state)) {
         uint64_t reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
         if (NULL != result) *result = reply;
@@ -159,7 +152,7 @@ static int lock_wait_no_writer(ompi_osc_ucxx_module_t *module, int target)
     return rc;
 }
 
-int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int target, int type)
+int ompi_osc_ucxx_state_lock_wait(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     uint64_t mine = (MPI_LOCK_EXCLUSIVE == type) ? OSC_UCXX_LOCK_EXCL : 1;
     uint64_t old;
@@ -197,12 +190,7 @@ bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target)
     return true;
 }
 
-bool ompi_osc_ucxx_state_unlock_by_cpu(ompi_osc_ucxx_module_t *module, int target)
-{
-    return NULL != cpu_state(module, target);
-}
-
-int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type)
+int ompi_osc_ucxx_state_unlock_ucx(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     uint64_t delta = (MPI_LOCK_EXCLUSIVE == type) ? (uint64_t) -OSC_UCXX_LOCK_EXCL
                                                   : (uint64_t) -1;

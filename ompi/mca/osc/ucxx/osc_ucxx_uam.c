@@ -2001,12 +2001,11 @@ int ompi_osc_ucxx_uam_epoch_assert(struct ompi_win_t *win, int assert)
  * give grants back that are held past their use (exclusive holders: at the
  * epoch's end, and at each flush under am_buf_interleave_am_detach), and
  * drop the concurrency assertion at the epoch's end. */
-void ompi_osc_ucxx_uam_sync(ompi_osc_ucxx_module_t *module, int target, bool end)
+void ompi_osc_ucxx_uam_sync_any(ompi_osc_ucxx_module_t *module, int target, bool end)
 {
     ompi_osc_ucxx_uam_t *uam = module->uam;
     int first = target < 0 ? 0 : target, last = target < 0 ? module->size : target + 1;
 
-    if (OPAL_LIKELY(NULL == uam)) return;
     if (end) uam->concurrent = 0;
     if (!end && !module->am_interleave) return;
     for (int i = first; i < last; ++i) {

@@ -27,7 +27,13 @@ bool ompi_osc_ucxx_uam_in_handler(void);
 
 /* Completion calls: after our AMs to `target` (-1: all) completed; `end`:
  * the access epoch ends (unlock, unlock_all, fence, complete). */
-void ompi_osc_ucxx_uam_sync(ompi_osc_ucxx_module_t *module, int target, bool end);
+void ompi_osc_ucxx_uam_sync_any(ompi_osc_ucxx_module_t *module, int target, bool end);
+/* (inline: a window that never used active messages has nothing to do, and
+ * every unlock and flush asks) */
+static inline void ompi_osc_ucxx_uam_sync(ompi_osc_ucxx_module_t *module, int target, bool end)
+{
+    if (OPAL_UNLIKELY(NULL != module->uam)) ompi_osc_ucxx_uam_sync_any(module, target, end);
+}
 /* MPI_Win_free (the core's destructor) */
 void ompi_osc_ucxx_uam_release(ompi_osc_ucxx_module_t *module);
 
