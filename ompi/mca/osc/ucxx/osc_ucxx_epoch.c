@@ -40,7 +40,8 @@
  *     component, OSC_UCXX.mt false, plain loads and stores do for all of it.)
  *     Under threads a lock where no access epoch is in force takes its
  *     target without the epoch lock: nlocks and the kind meet Dekker-style
- *     with begin_locked (lock_begin_unlocked).
+ *     with begin_locked (ompi_osc_ucxx_epoch_lock_unlocked, inline in
+ *     osc_ucxx_epoch.h with the other lock and unlock steps).
  *   - fence_open and fence_count change only in MPI_Win_fence, which MPI has
  *     one thread call; exposed and complete_expected only in post, wait and
  *     test, likewise.
@@ -72,61 +73,6 @@ static void epoch_destruct(ompi_osc_ucxx_epoch_t *e)
 }
 
 OBJ_CLASS_INSTANCE(ompi_osc_ucxx_epoch_t, opal_object_t, epoch_construct, epoch_destruct);
-
-/* (one thread in the component: no need to pay for a locked instruction) */
-static void tgt_set(ompi_osc_ucxx_peer_t *peer, int32_t bits)
-{
-    if (OSC_UCXX.mt) {
-        opal_atomic_fetch_or_32(&peer->access, bits);
-    } else {
-        peer->access |= bits;
-    }
-}
-
-static void tgt_clear(ompi_osc_ucxx_peer_t *peer, int32_t bits)
-{
-    if (OSC_UCXX.mt) {
-        opal_atomic_fetch_and_32(&peer->access, ~bits);
-    } else {
-        peer->access &= ~bits;
-    }
-}
-
-/* Toggle `bits` whose values the caller knows (one locked instruction
- * where tgt_set + tgt_clear would take two). */
-static void tgt_flip(ompi_osc_ucxx_peer_t *peer, int32_t bits)
-{
-    if (OSC_UCXX.mt) {
-        (void) __atomic_fetch_xor(&peer->access, bits, __ATOMIC_ACQ_REL);
-    } else {
-        peer->access ^= bits;
-    }
-}
-
-/* Set BUSY in the target's access word, unless a bit of `refuse` is set
- * or a bit of `need` is not (then false): a lock or unlock of one target
- * claims it while it works on it; *was gets the word before.  A
- * compare-and-swap where threads may race for the word; a plain load and
- * store where one thread alone is in the component (two locked
- * instructions less per MPI_Win_lock + put + unlock, which took 40 ns
- * against osc/sm's 35). */
-static bool tgt_claim(ompi_osc_ucxx_peer_t *peer, int32_t refuse, int32_t need, int32_t *was)
-{
-    int32_t old = peer->access;
-
-    if (!OSC_UCXX.mt) {
-        if ((old & refuse) || (old & need) != need) return false;
-        peer->access = old | OSC_UCXX_TGT_BUSY;
-        *was = old;
-        return true;
-    }
-    do {
-        if ((old & refuse) || (old & need) != need) return false;
-    } while (!opal_atomic_compare_exchange_strong_32(&peer->access, &old,
-                                                     old | OSC_UCXX_TGT_BUSY));
-    *was = old;
-    return true;
-}
 
 /* In a lock_all epoch only the epoch lock's holder writes access words: a
  * lock or unlock of one target fails before it touches the word (the epoch
@@ -266,14 +212,14 @@ static int open_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e,
     case OSC_UCXX_EPOCH_START:
         if (!(peer->access & OSC_UCXX_TGT_MEMBER)) return OMPI_ERR_RMA_SYNC;
         wait_post(module, e, target);
-        tgt_set(peer, OSC_UCXX_TGT_OPEN);
+        ompi_osc_ucxx_tgt_set(peer, OSC_UCXX_TGT_OPEN);
         return OMPI_SUCCESS;  /* (the group is the list already) */
     default:
         return OMPI_ERR_RMA_SYNC;
     }
     if (OMPI_SUCCESS == rc) {
         e->targets[e->count++] = target;
-        tgt_set(peer, OSC_UCXX_TGT_OPEN);
+        ompi_osc_ucxx_tgt_set(peer, OSC_UCXX_TGT_OPEN);
     }
     return rc;
 }
@@ -345,7 +291,7 @@ static int end_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
         if (OSC_UCXX_EPOCH_LOCK_ALL == e->kind) {
             tgt_store(peer, peer->access & ~bits);
         } else {
-            tgt_clear(peer, bits);
+            ompi_osc_ucxx_tgt_clear(peer, bits);
         }
     }
     e->reopen = OSC_UCXX_EPOCH_LOCK_ALL == e->kind ? e->count : 0;
@@ -378,7 +324,7 @@ int ompi_osc_ucxx_epoch_take_posts(ompi_osc_ucxx_module_t *module)
         ompi_osc_ucxx_peer_t *peer = &module->peers[e->targets[i]];
         if (!(peer->access & OSC_UCXX_TGT_OPEN)) {
             wait_post(module, e, e->targets[i]);
-            tgt_set(peer, OSC_UCXX_TGT_OPEN);
+            ompi_osc_ucxx_tgt_set(peer, OSC_UCXX_TGT_OPEN);
         }
     }
     OSC_UCXX_SPIN_UNLOCK(&e->lock);
@@ -503,7 +449,7 @@ int ompi_osc_ucxx_epoch_start(ompi_osc_ucxx_module_t *module, int *ranks, int n,
         } else {
             e->unposted = n;
         }
-        for (int i = 0; i < n; ++i) tgt_set(&module->peers[ranks[i]], bits);
+        for (int i = 0; i < n; ++i) ompi_osc_ucxx_tgt_set(&module->peers[ranks[i]], bits);
     } else {
         free(ranks);
     }
@@ -514,92 +460,28 @@ int ompi_osc_ucxx_epoch_start(ompi_osc_ucxx_module_t *module, int *ranks, int n,
 /* ------------------------------------------------------------------------- */
 /* MPI_Win_lock epochs */
 
-/* Under threads, a lock where no access epoch is in force (loops of lock,
- * operations, unlock), without the epoch lock: we count ourselves in nlocks
- * and then read the kind; a kind change other than fence stores the kind
- * and then reads nlocks (begin_locked); both sequentially consistent, so
- * at least one of the two sees the other and backs out (a lock racing a
- * lock_all or start in another thread is erroneous; one of them fails).
- * False: the epoch lock's way decides.  (With the epoch lock, and a set
- * and a clear where lock_done now flips, a lock + 8 B put + unlock took
- * 68 ns; now 55, osc/sm's 36.) */
-static bool lock_begin_unlocked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_peer_t *peer,
-                                int *rc)
-{
-    int32_t old;
-
-    __atomic_fetch_add(&module->nlocks, 1, __ATOMIC_SEQ_CST);
-    if (OSC_UCXX_EPOCH_NONE != __atomic_load_n(&module->access->kind, __ATOMIC_SEQ_CST)) {
-        __atomic_fetch_sub(&module->nlocks, 1, __ATOMIC_RELAXED);
-        return false;
-    }
-    *rc = OMPI_SUCCESS;
-    if (!tgt_claim(peer, OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_BUSY, 0, &old)) {
-        __atomic_fetch_sub(&module->nlocks, 1, __ATOMIC_RELAXED);
-        *rc = OMPI_ERR_RMA_SYNC;  /* this process holds or is taking it */
-    }
-    return true;
-}
-
-int ompi_osc_ucxx_epoch_lock_begin(ompi_osc_ucxx_module_t *module, int target)
+/* MPI_Win_lock's way under the epoch lock (osc_ucxx_epoch.h): it ends an
+ * unused fence epoch first. */
+int ompi_osc_ucxx_epoch_lock_locked(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_epoch_t *e = module->access;
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     int32_t old;
     int rc = OMPI_SUCCESS;
 
-    if (OSC_UCXX.mt && lock_begin_unlocked(module, peer, &rc)) {
-        return rc;
-    }
     OSC_UCXX_SPIN_LOCK(&e->lock);
     if (unused_fence(e)) {
         (void) end_locked(module, e);
     }
     if (OSC_UCXX_EPOCH_NONE != e->kind) {
         rc = OMPI_ERR_RMA_SYNC;
-    } else if (!tgt_claim(peer, OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_BUSY, 0, &old)) {
+    } else if (!ompi_osc_ucxx_tgt_claim(peer, OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_BUSY, 0, &old)) {
         rc = OMPI_ERR_RMA_SYNC;  /* this process holds or is taking it */
     } else {
         ompi_osc_ucxx_add32(&module->nlocks, 1);
     }
     OSC_UCXX_SPIN_UNLOCK(&e->lock);
     return rc;
-}
-
-void ompi_osc_ucxx_epoch_lock_done(ompi_osc_ucxx_module_t *module, int target, int type,
-                                   bool nocheck, bool ok)
-{
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    if (ok) {
-        /* BUSY is ours and the lock bits are clear (only unlock_done clears
-         * them, all at once): one flip sets the ones and clears the other */
-        tgt_flip(peer, OSC_UCXX_TGT_BUSY | OSC_UCXX_TGT_LOCKED |
-                           (MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_TGT_EXCL : 0) |
-                           (nocheck ? OSC_UCXX_TGT_NOCHECK : 0));
-    } else {
-        tgt_clear(peer, OSC_UCXX_TGT_BUSY);
-        ompi_osc_ucxx_add32(&module->nlocks, -1);
-    }
-}
-
-int ompi_osc_ucxx_epoch_unlock_begin(ompi_osc_ucxx_module_t *module, int target, int *type,
-                                     bool *nocheck)
-{
-    int32_t old;
-
-    if (!tgt_claim(&module->peers[target], OSC_UCXX_TGT_BUSY, OSC_UCXX_TGT_LOCKED, &old)) {
-        return OMPI_ERR_RMA_SYNC;
-    }
-    *type = (old & OSC_UCXX_TGT_EXCL) ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
-    *nocheck = 0 != (old & OSC_UCXX_TGT_NOCHECK);
-    return OMPI_SUCCESS;
-}
-
-void ompi_osc_ucxx_epoch_unlock_done(ompi_osc_ucxx_module_t *module, int target)
-{
-    tgt_clear(&module->peers[target], OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_EXCL |
-                                          OSC_UCXX_TGT_NOCHECK | OSC_UCXX_TGT_BUSY);
-    ompi_osc_ucxx_add32(&module->nlocks, -1);
 }
 
 /* ------------------------------------------------------------------------- */
