@@ -78,11 +78,14 @@ static bool is_integer(ompi_datatype_t *elem)
 /* ------------------------------------------------------------------------- */
 /* acc_single_intrinsic: one atomic per single element, no exclusion */
 
-/* The UCX atomic that is this op on this element, if there is one.
- * Fetching AND/OR/XOR are left to the compare-and-swap loop: UCX 1.13's
- * shared-memory transports were seen to return the old value without
- * changing the target (the posted forms and TCP's emulation are right). */
-static bool ucx_native(ompi_op_t *op, ompi_datatype_t *elem, bool fetch, ucp_atomic_op_t *uop)
+/* The atomic that is this op on this element, if there is one: a UCX
+ * atomic, or the CPU instruction of the same name (cpu_native).  `fetch`
+ * (UCX only): fetching AND/OR/XOR are left to the compare-and-swap loop,
+ * as UCX 1.13's shared-memory transports were seen to return the old value
+ * without changing the target (the posted forms and TCP's emulation are
+ * right). */
+static inline bool native_atomic(ompi_op_t *op, ompi_datatype_t *elem, bool fetch,
+                                 ucp_atomic_op_t *uop)
 {
     if (ompi_osc_ucxx_is_replace(op)) { *uop = UCP_ATOMIC_OP_SWAP; return true; }
     if (ompi_osc_ucxx_is_no_op(op)) { *uop = UCP_ATOMIC_OP_ADD; return true; }   /* add 0 */
@@ -104,42 +107,32 @@ static void combine(const ompi_osc_ucxx_acc_t *a, const void *origin, const void
 }
 
 /* The one CPU instruction that is this op on this element, where there is
- * one: fetch-add, -and, -or, -xor on integers, exchange, a load for no-op;
- * false: a compare-and-swap loop does it (cpu_element).  (Through the loop,
- * an 8 B fetch_and_op + flush under acc_single_intrinsic took 28.7 ns, more
- * than under the stripe's exclusion.) */
+ * one (native_atomic: fetch-add, -and, -or, -xor on integers, exchange; a
+ * load for no-op); false: a compare-and-swap loop does it (cpu_element).
+ * (Through the loop, an 8 B fetch_and_op + flush under acc_single_intrinsic
+ * took 28.7 ns, more than under the stripe's exclusion.) */
 static inline __opal_attribute_always_inline__ bool
 cpu_native(const ompi_osc_ucxx_acc_t *a, char *tgt, const char *origin, char *result)
 {
-    enum { LOAD, ADD, AND, OR, XOR, SWAP } how;
+    bool load = ompi_osc_ucxx_is_no_op(a->op);
+    ucp_atomic_op_t uop;
     uint64_t v = 0, old;
 
-    if (ompi_osc_ucxx_is_no_op(a->op)) {
-        how = LOAD;
-    } else if (ompi_osc_ucxx_is_replace(a->op)) {
-        how = SWAP;
-    } else if (!is_integer(a->elem)) {
-        return false;
-    } else {
-        switch (a->op->op_type) {
-        case OMPI_OP_SUM:  how = ADD; break;
-        case OMPI_OP_BAND: how = AND; break;
-        case OMPI_OP_BOR:  how = OR;  break;
-        case OMPI_OP_BXOR: how = XOR; break;
-        default: return false;
-        }
-    }
-    if (LOAD != how) memcpy(&v, origin, a->esize);  /* (little-endian: the low bytes) */
+    if (!native_atomic(a->op, a->elem, false, &uop)) return false;
+    if (!load) memcpy(&v, origin, a->esize);  /* (little-endian: the low bytes) */
 #define OSC_UCXX_CPU_NATIVE(T)                                                \
     do {                                                                      \
         T *w_ = (T *) tgt, x_ = (T) v;                                        \
-        switch (how) {                                                        \
-        case LOAD: old = __atomic_load_n(w_, __ATOMIC_ACQUIRE); break;        \
-        case ADD:  old = __atomic_fetch_add(w_, x_, __ATOMIC_ACQ_REL); break; \
-        case AND:  old = __atomic_fetch_and(w_, x_, __ATOMIC_ACQ_REL); break; \
-        case OR:   old = __atomic_fetch_or(w_, x_, __ATOMIC_ACQ_REL); break;  \
-        case XOR:  old = __atomic_fetch_xor(w_, x_, __ATOMIC_ACQ_REL); break; \
-        default:   old = __atomic_exchange_n(w_, x_, __ATOMIC_ACQ_REL); break;\
+        if (load) {                                                           \
+            old = __atomic_load_n(w_, __ATOMIC_ACQUIRE);                      \
+        } else {                                                              \
+            switch (uop) {                                                    \
+            case UCP_ATOMIC_OP_ADD: old = __atomic_fetch_add(w_, x_, __ATOMIC_ACQ_REL); break; \
+            case UCP_ATOMIC_OP_AND: old = __atomic_fetch_and(w_, x_, __ATOMIC_ACQ_REL); break; \
+            case UCP_ATOMIC_OP_OR:  old = __atomic_fetch_or(w_, x_, __ATOMIC_ACQ_REL);  break; \
+            case UCP_ATOMIC_OP_XOR: old = __atomic_fetch_xor(w_, x_, __ATOMIC_ACQ_REL); break; \
+            default: old = __atomic_exchange_n(w_, x_, __ATOMIC_ACQ_REL); break;  \
+            }                                                                 \
         }                                                                     \
         if (NULL != result) memcpy(result, &old, sizeof(T));                  \
     } while (0)
@@ -225,7 +218,7 @@ static int ucx_element(ompi_osc_ucxx_acc_t *a, uint64_t remote, const char *orig
     uint64_t zero = 0, old = 0, nv, cmp;
     int rc;
 
-    if (ucx_native(a->op, a->elem, NULL != result, &uop)) {
+    if (native_atomic(a->op, a->elem, NULL != result, &uop)) {
         const void *operand = ompi_osc_ucxx_is_no_op(a->op) ? (const void *) &zero
                                                             : (const void *) origin;
         if (NULL == result && UCP_ATOMIC_OP_SWAP == uop) {

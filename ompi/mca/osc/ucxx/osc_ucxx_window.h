@@ -96,7 +96,7 @@ struct ompi_osc_ucxx_module_t {
     uint64_t barrier_seq;           /* fence barriers through state segments so far */
     int shared_core_streak;         /* ... in a row that found the peer on our core */
     int unshare_after;              /* streak that moves us (doubles after each move) */
-    bool crowded;                   /* more processes here than cores we may use */
+    bool crowded;                   /* more processes here than cores (ompi_osc_ucxx_crowded) */
     volatile bool exposed;          /* PSCW: between post and wait/test */
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
     opal_mutex_t post_lock;         /* posts that arrived by active message: */
