@@ -4,7 +4,8 @@
  * MPI_Compare_and_swap for every type group it allows.
  *
  * Each (op, type) runs with count 1 and 7 (contiguous target and a vector
- * target datatype, stride 2), and count ACC_BIGCOUNT (default 1000) for a
+ * target datatype, stride 2), 21 (contiguous: the mapped path's short runs,
+ * 16 bytes at a time and a tail), and count ACC_BIGCOUNT (default 1000) for a
  * representative subset of types (all types with ACC_FULL=1).
  * Values are small integers / halves so every result is exact; the expected
  * target contents and fetched values are computed locally with C arithmetic
@@ -73,7 +74,7 @@ static void add_case(int op, int type, int count, int vec)
 static void build_cases(int bigcount, int full)
 {
     int t, op;
-    cases = calloc((size_t)ntypes * NOPS * 5, sizeof(tcase_t));
+    cases = calloc((size_t)ntypes * NOPS * 6, sizeof(tcase_t));
     for (t = 0; t < ntypes; t++) {
         for (op = 0; op < NOPS; op++) {
             if (!(op_groups[op] & types[t].grp)) continue;
@@ -81,6 +82,7 @@ static void build_cases(int bigcount, int full)
             if (op >= OP_CAS_MATCH) continue;
             add_case(op, t, 7, 0);
             add_case(op, t, 7, 1);
+            add_case(op, t, 21, 0);
             if (full || types[t].big) {
                 add_case(op, t, bigcount, 0);
                 add_case(op, t, bigcount, 1);

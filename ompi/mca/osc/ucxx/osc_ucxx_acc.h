@@ -132,36 +132,100 @@ ompi_osc_ucxx_copy_words(char *dst, const char *src, size_t n, size_t size)
     }
 }
 
-/* A few elements (the mapped path's single ones and short runs):
- * acc_run, with the common cases of up to 8 elements inline (a sum of 4- or
- * 8-byte integers or floats, replace, no-op): through acc_run's calls an
- * 8 B accumulate spent as long in them as in everything else. */
+#if defined(__GNUC__)
+/* 16 bytes of elements of type T, added in one instruction by every x86-64
+ * (SSE2) and aarch64 (NEON) */
+#define OSC_UCXX_VEC(T) T __attribute__((vector_size(16)))
+typedef OSC_UCXX_VEC(uint8_t) ompi_osc_ucxx_v16_u1;
+typedef OSC_UCXX_VEC(uint16_t) ompi_osc_ucxx_v16_u2;
+typedef OSC_UCXX_VEC(uint32_t) ompi_osc_ucxx_v16_u4;
+typedef OSC_UCXX_VEC(uint64_t) ompi_osc_ucxx_v16_u8;
+typedef OSC_UCXX_VEC(float) ompi_osc_ucxx_v16_f4;
+typedef OSC_UCXX_VEC(double) ompi_osc_ucxx_v16_f8;
+#undef OSC_UCXX_VEC
+
+/* tgt[i] = tgt[i] + src[i] for a short run, at most 256 B: 16 bytes at a
+ * time in vector V, the rest one T at a time (16 elements of 8 B with a
+ * flush: 38.5 ns, against 42.7 through acc_run's calls into the kernels;
+ * past 256 B the kernels' wider vectors win: 512 B took 64.9 ns here, 53.3
+ * there).  Longer runs: on to the next statement. */
+#define OSC_UCXX_SUM_SHORT_MAX 256
+#define OSC_UCXX_SUM_SHORT(V, T)                                              \
+    do {                                                                      \
+        size_t nb_ = n * sizeof(T), i_ = 0;                                   \
+        for (; i_ + sizeof(V) <= nb_; i_ += sizeof(V)) {                      \
+            V o_, v_;                                                         \
+            memcpy(&o_, tgt + i_, sizeof(V));                                 \
+            memcpy(&v_, src + i_, sizeof(V));                                 \
+            o_ += v_;                                                         \
+            memcpy(tgt + i_, &o_, sizeof(V));                                 \
+        }                                                                     \
+        for (; i_ < nb_; i_ += sizeof(T)) {                                   \
+            T o_, v_;                                                         \
+            memcpy(&o_, tgt + i_, sizeof(T));                                 \
+            memcpy(&v_, src + i_, sizeof(T));                                 \
+            o_ += v_;                                                         \
+            memcpy(tgt + i_, &o_, sizeof(T));                                 \
+        }                                                                     \
+        return;                                                               \
+    } while (0)
+#else
+#define OSC_UCXX_SUM_SHORT(V, T) do { if (n <= 8) OSC_UCXX_SUM_FEW(T); } while (0)
+#endif
+
+/* Up to 8 elements of 4 or 8 B one at a time, longer runs 16 B at a time. */
+#define OSC_UCXX_SUM_RUN(V, T)                                                \
+    do {                                                                      \
+        if (n <= 8) OSC_UCXX_SUM_FEW(T);                                      \
+        OSC_UCXX_SUM_SHORT(V, T);                                             \
+    } while (0)
+
+/* A short run (the mapped path's single elements and runs of at most
+ * 512 B): acc_run, with the common cases inline: replace, no-op, and sums
+ * of integers of 1 to 8 bytes, floats and doubles.  Through acc_run's calls
+ * an 8 B accumulate spent as long in them as in everything else. */
 static inline __opal_attribute_always_inline__ void
 ompi_osc_ucxx_acc_few(const ompi_osc_ucxx_acc_t *a, char *tgt, const char *src, char *res,
                       size_t n)
 {
-    if (OPAL_UNLIKELY(!a->hw || n > 8)) {
-        ompi_osc_ucxx_acc_run(a, tgt, src, res, n);  /* (past 8: the vector loops) */
+    bool words = a->hw && n <= 8;
+
+    if (OPAL_UNLIKELY(a->gaps || n * a->ext > OSC_UCXX_SUM_SHORT_MAX)) {
+        ompi_osc_ucxx_acc_run(a, tgt, src, res, n);
         return;
     }
-    if (NULL != res) ompi_osc_ucxx_copy_words(res, tgt, n, a->esize);
+    if (NULL != res) {
+        if (words) ompi_osc_ucxx_copy_words(res, tgt, n, a->esize);
+        else memcpy(res, tgt, n * a->ext);
+    }
     if (ompi_osc_ucxx_is_no_op(a->op)) return;
     if (ompi_osc_ucxx_is_replace(a->op)) {
-        ompi_osc_ucxx_copy_words(tgt, src, n, a->esize);
+        if (words) ompi_osc_ucxx_copy_words(tgt, src, n, a->esize);
+        else memcpy(tgt, src, n * a->ext);
         return;
     }
     if (OMPI_OP_SUM == a->op->op_type) {
         /* (integers unsigned: they wrap, never overflow undefined) */
         switch (a->elem->super.id) {
+        case OPAL_DATATYPE_INT1: case OPAL_DATATYPE_UINT1:
+            OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u1, uint8_t);
+            break;
+        case OPAL_DATATYPE_INT2: case OPAL_DATATYPE_UINT2:
+            OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u2, uint16_t);
+            break;
         case OPAL_DATATYPE_INT4: case OPAL_DATATYPE_UINT4:
-            OSC_UCXX_SUM_FEW(uint32_t);
+            OSC_UCXX_SUM_RUN(ompi_osc_ucxx_v16_u4, uint32_t);
+            break;
         case OPAL_DATATYPE_INT8: case OPAL_DATATYPE_UINT8:
         case OPAL_DATATYPE_LONG: case OPAL_DATATYPE_UNSIGNED_LONG:
-            OSC_UCXX_SUM_FEW(uint64_t);
+            OSC_UCXX_SUM_RUN(ompi_osc_ucxx_v16_u8, uint64_t);
+            break;
         case OPAL_DATATYPE_FLOAT8:
-            OSC_UCXX_SUM_FEW(double);
+            OSC_UCXX_SUM_RUN(ompi_osc_ucxx_v16_f8, double);
+            break;
         case OPAL_DATATYPE_FLOAT4:
-            OSC_UCXX_SUM_FEW(float);
+            OSC_UCXX_SUM_RUN(ompi_osc_ucxx_v16_f4, float);
+            break;
         default:
             break;
         }
@@ -169,6 +233,9 @@ ompi_osc_ucxx_acc_few(const ompi_osc_ucxx_acc_t *a, char *tgt, const char *src, 
     ompi_osc_ucxx_acc_run(a, tgt, src, NULL, n);
 }
 
+#undef OSC_UCXX_SUM_RUN
+#undef OSC_UCXX_SUM_SHORT
+#undef OSC_UCXX_SUM_SHORT_MAX
 #undef OSC_UCXX_SUM_FEW
 
 /* ------------------------------------------------------------------------- */

@@ -213,47 +213,19 @@ int ompi_osc_ucxx_state_unlock_ucx(ompi_osc_ucxx_module_t *module, int target, i
  * a stream of small ones.  Holders never wait for anything while holding:
  * they apply the operation to memory they map and release. */
 
-#define STRIPES_FEW 4
-
-uint32_t ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi)
-{
-    uint64_t first = lo >> shift, last = (hi - 1) >> shift;
-    uint32_t mask = 0;
-    if (last - first >= STRIPES_FEW) return OSC_UCXX_STRIPES_ALL;
-    for (uint64_t b = first; b <= last; ++b) mask |= 1u << (b % OSC_UCXX_STRIPES);
-    return mask;
-}
-
-static void stripes_release(ompi_osc_ucxx_state_t *state, uint32_t mask)
-{
-    for (uint32_t m = mask; 0 != m; m &= m - 1) {
-        ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(m)].value);
-    }
-}
-
-/* Every stripe of `mask` or none; false also when acc_all is taken. */
-static bool stripes_try(ompi_osc_ucxx_state_t *state, uint32_t mask)
-{
-    for (uint32_t m = mask; 0 != m; m &= m - 1) {
-        int s = __builtin_ctz(m);
-        if (!ompi_osc_ucxx_word_try(&state->acc_locks[s].value)) {
-            stripes_release(state, mask & ((1u << s) - 1));
-            return false;
-        }
-    }
-    if (ompi_osc_ucxx_acc_all_taken(state)) {
-        stripes_release(state, mask);
-        return false;
-    }
-    return true;
-}
-
+/* Every stripe read, without a branch per stripe: a bulk accumulate of 512 B
+ * spent a fifth of its time here, in a loop that took a cycle per stripe
+ * more where it straddled a 64 B code boundary. */
 static bool stripes_busy(ompi_osc_ucxx_state_t *state)
 {
-    for (int s = 0; s < OSC_UCXX_STRIPES; ++s) {
-        if (0 != __atomic_load_n(&state->acc_locks[s].value, __ATOMIC_SEQ_CST)) return true;
+    uint64_t any = 0;
+    for (int s = 0; s < OSC_UCXX_STRIPES; s += 4) {
+        any |= __atomic_load_n(&state->acc_locks[s].value, __ATOMIC_SEQ_CST) |
+               __atomic_load_n(&state->acc_locks[s + 1].value, __ATOMIC_SEQ_CST) |
+               __atomic_load_n(&state->acc_locks[s + 2].value, __ATOMIC_SEQ_CST) |
+               __atomic_load_n(&state->acc_locks[s + 3].value, __ATOMIC_SEQ_CST);
     }
-    return false;
+    return 0 != any;
 }
 
 /* The holder may need our progress (it never waits for a message while
@@ -265,25 +237,21 @@ void ompi_osc_ucxx_stripes_lock_wait(ompi_osc_ucxx_state_t *state, uint32_t mask
         while (stripes_busy(state)) opal_progress();
         return;
     }
-    while (!stripes_try(state, mask)) {
+    while (!ompi_osc_ucxx_stripes_try(state, mask)) {
         opal_progress();
     }
 }
 
-void ompi_osc_ucxx_stripes_unlock_many(ompi_osc_ucxx_state_t *state, uint32_t mask)
+void ompi_osc_ucxx_stripes_unlock_all(ompi_osc_ucxx_state_t *state)
 {
-    if (OSC_UCXX_STRIPES_ALL == mask) {
-        ompi_osc_ucxx_word_release(&state->acc_all.value);
-    } else {
-        stripes_release(state, mask);
-    }
+    ompi_osc_ucxx_word_release(&state->acc_all.value);
 }
 
 /* One attempt, for message handlers that must not wait. */
 bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
     if (OSC_UCXX_STRIPES_ALL != mask) {
-        return stripes_try(state, mask);
+        return ompi_osc_ucxx_stripes_try(state, mask);
     }
     if (!ompi_osc_ucxx_word_try(&state->acc_all.value)) return false;
     if (stripes_busy(state)) {

@@ -78,10 +78,21 @@ bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target);
  * for window bytes [lo, hi) as offsets from the window's base; `shift`:
  * log2 of the owner's stripe block (peer->acc_shift).  A mask covers one to
  * a few stripes, or is OSC_UCXX_STRIPES_ALL (the whole window). */
-uint32_t ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi);
 bool ompi_osc_ucxx_stripes_trylock(ompi_osc_ucxx_state_t *state, uint32_t mask);
 void ompi_osc_ucxx_stripes_lock_wait(ompi_osc_ucxx_state_t *state, uint32_t mask);
-void ompi_osc_ucxx_stripes_unlock_many(ompi_osc_ucxx_state_t *state, uint32_t mask);
+void ompi_osc_ucxx_stripes_unlock_all(ompi_osc_ucxx_state_t *state);
+
+/* Bytes touching more than this many blocks take acc_all instead. */
+#define OSC_UCXX_STRIPES_FEW 4
+
+static inline uint32_t ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi)
+{
+    uint64_t first = lo >> shift, last = (hi - 1) >> shift;
+    uint32_t mask = 0;
+    if (last - first >= OSC_UCXX_STRIPES_FEW) return OSC_UCXX_STRIPES_ALL;
+    for (uint64_t b = first; b <= last; ++b) mask |= 1u << (b % OSC_UCXX_STRIPES);
+    return mask;
+}
 
 /* An exclusion word: 0 free, 1 held (sequentially consistent take: the
  * Dekker pairing of stripes and acc_all, osc_ucxx_state.c). */
@@ -102,28 +113,55 @@ static inline bool ompi_osc_ucxx_acc_all_taken(ompi_osc_ucxx_state_t *state)
     return 0 != __atomic_load_n(&state->acc_all.value, __ATOMIC_SEQ_CST);
 }
 
-/* One stripe, what a single element takes, inline: a compare-and-swap and
- * a load (an 8 B accumulate spent as long again in the calls and loops
- * that serve several); the rest waits out of line. */
-static inline void ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+static inline __opal_attribute_always_inline__ void
+ompi_osc_ucxx_stripes_release(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
-    if (OPAL_LIKELY(0 != mask && 0 == (mask & (mask - 1)))) {
-        volatile uint64_t *word = &state->acc_locks[__builtin_ctz(mask)].value;
-        if (OPAL_LIKELY(ompi_osc_ucxx_word_try(word))) {
-            if (OPAL_LIKELY(!ompi_osc_ucxx_acc_all_taken(state))) return;
-            ompi_osc_ucxx_word_release(word);
+    for (uint32_t m = mask; 0 != m; m &= m - 1) {
+        ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(m)].value);
+    }
+}
+
+/* Every stripe of `mask` (not OSC_UCXX_STRIPES_ALL) or none; false also
+ * when acc_all is taken. */
+static inline __opal_attribute_always_inline__ bool
+ompi_osc_ucxx_stripes_try(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    for (uint32_t m = mask; 0 != m; m &= m - 1) {
+        int s = __builtin_ctz(m);
+        if (OPAL_UNLIKELY(!ompi_osc_ucxx_word_try(&state->acc_locks[s].value))) {
+            ompi_osc_ucxx_stripes_release(state, mask & ((1u << s) - 1));
+            return false;
         }
+    }
+    if (OPAL_UNLIKELY(ompi_osc_ucxx_acc_all_taken(state))) {
+        ompi_osc_ucxx_stripes_release(state, mask);
+        return false;
+    }
+    return true;
+}
+
+/* A few stripes, what single elements and short runs take, inline: a
+ * compare-and-swap each and a load (an 8 B accumulate spent as long again
+ * in the calls and loops that serve several; 16 elements of 8 B, two
+ * stripes, as long in the calls as in the rest of the exclusion); the
+ * waits and the whole window's exclusion are out of line. */
+static inline __opal_attribute_always_inline__ void
+ompi_osc_ucxx_stripes_lock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+{
+    if (OPAL_LIKELY(OSC_UCXX_STRIPES_ALL != mask && ompi_osc_ucxx_stripes_try(state, mask))) {
+        return;
     }
     ompi_osc_ucxx_stripes_lock_wait(state, mask);
 }
 
-static inline void ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask)
+static inline __opal_attribute_always_inline__ void
+ompi_osc_ucxx_stripes_unlock(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
-    if (OPAL_LIKELY(0 != mask && 0 == (mask & (mask - 1)))) {
-        ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(mask)].value);
+    if (OPAL_LIKELY(OSC_UCXX_STRIPES_ALL != mask)) {
+        ompi_osc_ucxx_stripes_release(state, mask);
         return;
     }
-    ompi_osc_ucxx_stripes_unlock_many(state, mask);
+    ompi_osc_ucxx_stripes_unlock_all(state);
 }
 
 /* User active messages: the execution word of a state segment mapped here
