@@ -104,19 +104,39 @@ static inline void ompi_osc_ucxx_acc_run(const ompi_osc_ucxx_acc_t *a, char *tgt
     }
 }
 
-/* tgt[i] = tgt[i] + src[i] for n elements of type T, as the kernels do (a
- * loop the compiler sees whole, at any alignment). */
-#define OSC_UCXX_SUM_FEW(T)                                                  \
-    do {                                                                      \
-        for (size_t i_ = 0; i_ < n; ++i_) {                                   \
-            T o_, v_;                                                         \
-            memcpy(&o_, tgt + i_ * sizeof(T), sizeof(T));                     \
-            memcpy(&v_, src + i_ * sizeof(T), sizeof(T));                     \
-            o_ += v_;                                                         \
-            memcpy(tgt + i_ * sizeof(T), &o_, sizeof(T));                     \
-        }                                                                     \
-        return;                                                               \
-    } while (0)
+/* ------------------------------------------------------------------------- */
+/* Short runs inline (the mapped path's single elements and runs of at most
+ * OSC_UCXX_SHORT_MAX bytes): replace, no-op, and sums of integers of 1 to 8
+ * bytes, floats and doubles.  Through acc_run's calls into the kernels an
+ * 8 B accumulate spent as long in them as in everything else. */
+
+#define OSC_UCXX_SHORT_MAX 256
+
+enum {
+    OSC_UCXX_SHORT_NONE,     /* not inline: acc_run */
+    OSC_UCXX_SHORT_COPY,     /* MPI_REPLACE */
+    OSC_UCXX_SHORT_NOTHING,  /* MPI_NO_OP */
+    OSC_UCXX_SHORT_U1, OSC_UCXX_SHORT_U2, OSC_UCXX_SHORT_U4, OSC_UCXX_SHORT_U8,
+    OSC_UCXX_SHORT_F4, OSC_UCXX_SHORT_F8   /* MPI_SUM (integers: unsigned, they wrap) */
+};
+
+/* How `op` on predefined `elem` (no gaps) is applied inline, if it is. */
+static inline int ompi_osc_ucxx_short_kind(ompi_op_t *op, ompi_datatype_t *elem)
+{
+    if (ompi_osc_ucxx_is_replace(op)) return OSC_UCXX_SHORT_COPY;
+    if (ompi_osc_ucxx_is_no_op(op)) return OSC_UCXX_SHORT_NOTHING;
+    if (OMPI_OP_SUM != op->op_type) return OSC_UCXX_SHORT_NONE;
+    switch (elem->super.id) {
+    case OPAL_DATATYPE_INT1: case OPAL_DATATYPE_UINT1: return OSC_UCXX_SHORT_U1;
+    case OPAL_DATATYPE_INT2: case OPAL_DATATYPE_UINT2: return OSC_UCXX_SHORT_U2;
+    case OPAL_DATATYPE_INT4: case OPAL_DATATYPE_UINT4: return OSC_UCXX_SHORT_U4;
+    case OPAL_DATATYPE_INT8: case OPAL_DATATYPE_UINT8:
+    case OPAL_DATATYPE_LONG: case OPAL_DATATYPE_UNSIGNED_LONG: return OSC_UCXX_SHORT_U8;
+    case OPAL_DATATYPE_FLOAT4: return OSC_UCXX_SHORT_F4;
+    case OPAL_DATATYPE_FLOAT8: return OSC_UCXX_SHORT_F8;
+    default: return OSC_UCXX_SHORT_NONE;
+    }
+}
 
 /* n elements of 4 or 8 bytes: loads and stores of that size (memcpy of a
  * length known only at run time is a call). */
@@ -132,6 +152,27 @@ ompi_osc_ucxx_copy_words(char *dst, const char *src, size_t n, size_t size)
     }
 }
 
+/* n elements of `size` bytes: words up to 8 of them, else memcpy. */
+static inline __opal_attribute_always_inline__ void
+ompi_osc_ucxx_copy_short(char *dst, const char *src, size_t n, size_t size)
+{
+    if ((4 == size || 8 == size) && n <= 8) {
+        ompi_osc_ucxx_copy_words(dst, src, n, size);
+    } else {
+        memcpy(dst, src, n * size);
+    }
+}
+
+/* tgt[i] = tgt[i] + src[i] for n elements of type T one at a time. */
+#define OSC_UCXX_SUM_EACH(T, from)                                            \
+    for (size_t j_ = (from); j_ < n * sizeof(T); j_ += sizeof(T)) {           \
+        T o_, v_;                                                             \
+        memcpy(&o_, tgt + j_, sizeof(T));                                     \
+        memcpy(&v_, src + j_, sizeof(T));                                     \
+        o_ += v_;                                                             \
+        memcpy(tgt + j_, &o_, sizeof(T));                                     \
+    }
+
 #if defined(__GNUC__)
 /* 16 bytes of elements of type T, added in one instruction by every x86-64
  * (SSE2) and aarch64 (NEON) */
@@ -144,99 +185,65 @@ typedef OSC_UCXX_VEC(float) ompi_osc_ucxx_v16_f4;
 typedef OSC_UCXX_VEC(double) ompi_osc_ucxx_v16_f8;
 #undef OSC_UCXX_VEC
 
-/* tgt[i] = tgt[i] + src[i] for a short run, at most 256 B: 16 bytes at a
- * time in vector V, the rest one T at a time (16 elements of 8 B with a
- * flush: 38.5 ns, against 42.7 through acc_run's calls into the kernels;
- * past 256 B the kernels' wider vectors win: 512 B took 64.9 ns here, 53.3
- * there).  Longer runs: on to the next statement. */
-#define OSC_UCXX_SUM_SHORT_MAX 256
+/* The sum of a short run: up to 8 elements of 4 or 8 B one at a time,
+ * longer runs 16 bytes at a time in vector V and the rest one T at a time
+ * (16 elements of 8 B with a flush: 38.5 ns, against 42.7 through acc_run's
+ * calls into the kernels; past 256 B the kernels' wider vectors win: 512 B
+ * took 64.9 ns here, 53.3 there). */
 #define OSC_UCXX_SUM_SHORT(V, T)                                              \
     do {                                                                      \
-        size_t nb_ = n * sizeof(T), i_ = 0;                                   \
-        for (; i_ + sizeof(V) <= nb_; i_ += sizeof(V)) {                      \
-            V o_, v_;                                                         \
-            memcpy(&o_, tgt + i_, sizeof(V));                                 \
-            memcpy(&v_, src + i_, sizeof(V));                                 \
-            o_ += v_;                                                         \
-            memcpy(tgt + i_, &o_, sizeof(V));                                 \
+        size_t i_ = 0;                                                        \
+        if (sizeof(T) < 4 || n > 8) {                                         \
+            for (; i_ + sizeof(V) <= n * sizeof(T); i_ += sizeof(V)) {        \
+                V o_, v_;                                                     \
+                memcpy(&o_, tgt + i_, sizeof(V));                             \
+                memcpy(&v_, src + i_, sizeof(V));                             \
+                o_ += v_;                                                     \
+                memcpy(tgt + i_, &o_, sizeof(V));                             \
+            }                                                                 \
         }                                                                     \
-        for (; i_ < nb_; i_ += sizeof(T)) {                                   \
-            T o_, v_;                                                         \
-            memcpy(&o_, tgt + i_, sizeof(T));                                 \
-            memcpy(&v_, src + i_, sizeof(T));                                 \
-            o_ += v_;                                                         \
-            memcpy(tgt + i_, &o_, sizeof(T));                                 \
-        }                                                                     \
-        return;                                                               \
+        OSC_UCXX_SUM_EACH(T, i_)                                              \
     } while (0)
 #else
-#define OSC_UCXX_SUM_SHORT(V, T) do { if (n <= 8) OSC_UCXX_SUM_FEW(T); } while (0)
+#define OSC_UCXX_SUM_SHORT(V, T) do { OSC_UCXX_SUM_EACH(T, 0) } while (0)
 #endif
 
-/* Up to 8 elements of 4 or 8 B one at a time, longer runs 16 B at a time. */
-#define OSC_UCXX_SUM_RUN(V, T)                                                \
-    do {                                                                      \
-        if (n <= 8) OSC_UCXX_SUM_FEW(T);                                      \
-        OSC_UCXX_SUM_SHORT(V, T);                                             \
-    } while (0)
+/* A short run of `kind` (not NONE): n elements of `size` bytes at tgt, the
+ * origin's at src, old values to res (NULL: not wanted). */
+static inline __opal_attribute_always_inline__ void
+ompi_osc_ucxx_short_apply(int kind, char *tgt, const char *src, char *res, size_t n,
+                          size_t size)
+{
+    if (NULL != res) ompi_osc_ucxx_copy_short(res, tgt, n, size);
+    switch (kind) {
+    case OSC_UCXX_SHORT_COPY: ompi_osc_ucxx_copy_short(tgt, src, n, size); break;
+    case OSC_UCXX_SHORT_U1: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u1, uint8_t); break;
+    case OSC_UCXX_SHORT_U2: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u2, uint16_t); break;
+    case OSC_UCXX_SHORT_U4: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u4, uint32_t); break;
+    case OSC_UCXX_SHORT_U8: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u8, uint64_t); break;
+    case OSC_UCXX_SHORT_F4: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_f4, float); break;
+    case OSC_UCXX_SHORT_F8: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_f8, double); break;
+    default: break;  /* OSC_UCXX_SHORT_NOTHING */
+    }
+}
 
-/* A short run (the mapped path's single elements and runs of at most
- * 512 B): acc_run, with the common cases inline: replace, no-op, and sums
- * of integers of 1 to 8 bytes, floats and doubles.  Through acc_run's calls
- * an 8 B accumulate spent as long in them as in everything else. */
+#undef OSC_UCXX_SUM_SHORT
+#undef OSC_UCXX_SUM_EACH
+
+/* A run the mapped path holds (a single element, or a run of at most 512 B):
+ * inline where short_kind says so and it is short, else acc_run. */
 static inline __opal_attribute_always_inline__ void
 ompi_osc_ucxx_acc_few(const ompi_osc_ucxx_acc_t *a, char *tgt, const char *src, char *res,
                       size_t n)
 {
-    bool words = a->hw && n <= 8;
-
-    if (OPAL_UNLIKELY(a->gaps || n * a->ext > OSC_UCXX_SUM_SHORT_MAX)) {
+    int kind = ompi_osc_ucxx_short_kind(a->op, a->elem);
+    if (OPAL_UNLIKELY(a->gaps || n * a->ext > OSC_UCXX_SHORT_MAX ||
+                      OSC_UCXX_SHORT_NONE == kind)) {
         ompi_osc_ucxx_acc_run(a, tgt, src, res, n);
         return;
     }
-    if (NULL != res) {
-        if (words) ompi_osc_ucxx_copy_words(res, tgt, n, a->esize);
-        else memcpy(res, tgt, n * a->ext);
-    }
-    if (ompi_osc_ucxx_is_no_op(a->op)) return;
-    if (ompi_osc_ucxx_is_replace(a->op)) {
-        if (words) ompi_osc_ucxx_copy_words(tgt, src, n, a->esize);
-        else memcpy(tgt, src, n * a->ext);
-        return;
-    }
-    if (OMPI_OP_SUM == a->op->op_type) {
-        /* (integers unsigned: they wrap, never overflow undefined) */
-        switch (a->elem->super.id) {
-        case OPAL_DATATYPE_INT1: case OPAL_DATATYPE_UINT1:
-            OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u1, uint8_t);
-            break;
-        case OPAL_DATATYPE_INT2: case OPAL_DATATYPE_UINT2:
-            OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u2, uint16_t);
-            break;
-        case OPAL_DATATYPE_INT4: case OPAL_DATATYPE_UINT4:
-            OSC_UCXX_SUM_RUN(ompi_osc_ucxx_v16_u4, uint32_t);
-            break;
-        case OPAL_DATATYPE_INT8: case OPAL_DATATYPE_UINT8:
-        case OPAL_DATATYPE_LONG: case OPAL_DATATYPE_UNSIGNED_LONG:
-            OSC_UCXX_SUM_RUN(ompi_osc_ucxx_v16_u8, uint64_t);
-            break;
-        case OPAL_DATATYPE_FLOAT8:
-            OSC_UCXX_SUM_RUN(ompi_osc_ucxx_v16_f8, double);
-            break;
-        case OPAL_DATATYPE_FLOAT4:
-            OSC_UCXX_SUM_RUN(ompi_osc_ucxx_v16_f4, float);
-            break;
-        default:
-            break;
-        }
-    }
-    ompi_osc_ucxx_acc_run(a, tgt, src, NULL, n);
+    ompi_osc_ucxx_short_apply(kind, tgt, src, res, n, a->esize);
 }
-
-#undef OSC_UCXX_SUM_RUN
-#undef OSC_UCXX_SUM_SHORT
-#undef OSC_UCXX_SUM_SHORT_MAX
-#undef OSC_UCXX_SUM_FEW
 
 /* ------------------------------------------------------------------------- */
 /* A layout as runs of consecutive elements */

@@ -85,7 +85,8 @@ void ompi_osc_ucxx_stripes_unlock_all(ompi_osc_ucxx_state_t *state);
 /* Bytes touching more than this many blocks take acc_all instead. */
 #define OSC_UCXX_STRIPES_FEW 4
 
-static inline uint32_t ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi)
+static inline __opal_attribute_always_inline__ uint32_t
+ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi)
 {
     uint64_t first = lo >> shift, last = (hi - 1) >> shift;
     uint32_t mask = 0;

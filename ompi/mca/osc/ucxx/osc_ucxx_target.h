@@ -181,7 +181,8 @@ static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *m
 
 /* The peer's window memory mapped into ours, or NULL.  Resolved once per
  * (window, peer). */
-static inline char *ompi_osc_ucxx_direct(ompi_osc_ucxx_module_t *module, int target)
+static inline __opal_attribute_always_inline__ char *
+ompi_osc_ucxx_direct(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     if (OPAL_UNLIKELY(!peer->resolved)) {
@@ -191,7 +192,8 @@ static inline char *ompi_osc_ucxx_direct(ompi_osc_ucxx_module_t *module, int tar
 }
 
 /* The peer's state segment mapped into ours, or NULL. */
-static inline ompi_osc_ucxx_state_t *ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module,
+static inline __opal_attribute_always_inline__ ompi_osc_ucxx_state_t *
+ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module,
                                                                  int target)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
