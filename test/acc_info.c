@@ -6,7 +6,7 @@
  *  - accumulate_ops=same_op at creation: reported as "same_op";
  *  - accumulate_ordering=waw (a subset) at creation: reported as "waw";
  *  - mpi_accumulate_granularity (MPI 4.1): without the key, the bytes one
- *    accumulate lock covers (64: osc_ucxx_acc_granularity); set, as given
+ *    accumulate lock covers (256: osc_ucxx_acc_granularity); set, as given
  *    (Open MPI 4.1 reports the hints a user set as given, like
  *    accumulate_ordering=waw above), and the window still accumulates right
  *    with the rounded block (128 for 100, the 8-byte minimum for 1);
@@ -115,8 +115,8 @@ static void set_info_case(int flavor)
     check_key(w.win, "accumulate_ordering", "rar,waw", what);
     set_key(w.win, "accumulate_ordering", "junk");
     check_key(w.win, "accumulate_ordering", v5 ? "rar,raw,war,waw" : "junk", what);
-    set_key(w.win, "mpi_accumulate_granularity", "1000");   /* fixed at creation: 64 */
-    check_key(w.win, "mpi_accumulate_granularity", v5 ? "64" : "1000", what);
+    set_key(w.win, "mpi_accumulate_granularity", "1000");   /* fixed at creation: 256 */
+    check_key(w.win, "mpi_accumulate_granularity", v5 ? "256" : "1000", what);
     set_key(w.win, "mpi_accumulate_granularity", "40");     /* rounds to 64 */
     check_key(w.win, "mpi_accumulate_granularity", "40", what);
     use_window(&w, what);
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 
     for (flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_enabled(flavor)) continue;
-        info_case(flavor, NULL, NULL, "rar,raw,war,waw", "same_op_no_op", "64");
+        info_case(flavor, NULL, NULL, "rar,raw,war,waw", "same_op_no_op", "256");
         info_case(flavor, "accumulate_ordering", "none", "none", "same_op_no_op", NULL);
         info_case(flavor, "accumulate_ops", "same_op", "rar,raw,war,waw", "same_op", NULL);
         info_case(flavor, "accumulate_ordering", "waw", "waw", NULL, NULL);

