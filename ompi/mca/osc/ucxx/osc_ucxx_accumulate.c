@@ -604,38 +604,87 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
  * ones hold a moving span. */
 #define FEW_BYTES 512
 
-/* A short run of one predefined type without gaps (up to OSC_UCXX_SHORT_MAX
- * bytes, the same type and count on every side) that short_kind applies
- * inline: a sum, replace or no-op.  The commonest accumulates are these
- * (MPI_Fetch_and_op, counters, OSU's latency tests): taken here under the
- * stripes its blocks map to, without the run machinery (geometry, the held
- * span, acc_few's dispatch).  What it does not take, acc_fast does. */
-static inline __opal_attribute_always_inline__ bool
-acc_short(ompi_osc_ucxx_view_t *view, const void *origin, void *result, int target,
-          ptrdiff_t disp, int count, ompi_datatype_t *dt, ompi_op_t *op)
+/* The commonest accumulates (MPI_Fetch_and_op, MPI_Compare_and_swap,
+ * counters, OSU's latency tests) are short runs of one predefined type
+ * without gaps, at most OSC_UCXX_SHORT_MAX bytes, the same type and count
+ * on every side, to memory mapped here: taken under the stripes their
+ * blocks map to, without the run machinery (geometry, the held span,
+ * acc_few's dispatch).  What these do not take, acc_fast and cas_fast do.
+ *
+ * The mapped bytes of such a run and its target's stripes (*state, *mask);
+ * NULL: not here. */
+static inline __opal_attribute_always_inline__ char *
+short_target(ompi_osc_ucxx_view_t *view, ompi_op_t *op, ompi_datatype_t *dt, int target,
+             ptrdiff_t disp, int count, ompi_osc_ucxx_state_t **state, uint32_t *mask)
 {
     ompi_osc_ucxx_module_t *module = view->core;
     size_t esize = dt->super.size, size;
-    ompi_osc_ucxx_state_t *state;
     uint64_t off;
-    uint32_t mask;
-    int kind;
     char *p;
 
     if ((size_t) (dt->super.ub - dt->super.lb) != esize ||
         (size_t) count * esize > OSC_UCXX_SHORT_MAX || view->acc_single_intrinsic ||
-        OSC_UCXX_SHORT_NONE == (kind = ompi_osc_ucxx_short_kind(op, dt)) ||
         !fast_allowed(view, op, dt) ||
         NULL == (p = ompi_osc_ucxx_mapped_access(view, true, target, disp, count, dt, count, dt,
                                                  &size)) ||
-        NULL == (state = ompi_osc_ucxx_direct_state(module, target))) {
-        return false;
+        NULL == (*state = ompi_osc_ucxx_direct_state(module, target))) {
+        return NULL;
     }
     /* stripes count from the window's base (a dynamic window's: address 0) */
     off = (uint64_t) disp * module->peers[target].disp_unit;
-    mask = ompi_osc_ucxx_stripe_mask(module->peers[target].acc_shift, off, off + size);
+    *mask = ompi_osc_ucxx_stripe_mask(module->peers[target].acc_shift, off, off + size);
+    return p;
+}
+
+/* A sum, replace or no-op of a short run (short_kind); false: not here. */
+static inline __opal_attribute_always_inline__ bool
+acc_short(ompi_osc_ucxx_view_t *view, const void *origin, void *result, int target,
+          ptrdiff_t disp, int count, ompi_datatype_t *dt, ompi_op_t *op)
+{
+    ompi_osc_ucxx_state_t *state;
+    uint32_t mask;
+    int kind = ompi_osc_ucxx_short_kind(op, dt);
+    char *p;
+
+    if (OSC_UCXX_SHORT_NONE == kind ||
+        NULL == (p = short_target(view, op, dt, target, disp, count, &state, &mask))) {
+        return false;
+    }
     ompi_osc_ucxx_stripes_lock(state, mask);
-    ompi_osc_ucxx_short_apply(kind, p, origin, result, (size_t) count, esize);
+    ompi_osc_ucxx_short_apply(kind, p, origin, result, (size_t) count, dt->super.size);
+    ompi_osc_ucxx_stripes_unlock(state, mask);
+    return true;
+}
+
+/* MPI_Compare_and_swap of a 4- or 8-byte element; false: not here.
+ * (Equal as the general path's memcmp finds them: the same bytes.) */
+static inline __opal_attribute_always_inline__ bool
+cas_short(ompi_osc_ucxx_view_t *view, const void *origin, const void *compare, void *result,
+          ompi_datatype_t *dt, int target, ptrdiff_t disp)
+{
+    ompi_osc_ucxx_state_t *state;
+    uint32_t mask;
+    char *p;
+
+    if ((4 != dt->super.size && 8 != dt->super.size) ||
+        NULL == (p = short_target(view, &ompi_mpi_op_replace.op, dt, target, disp, 1, &state,
+                                  &mask))) {
+        return false;
+    }
+    ompi_osc_ucxx_stripes_lock(state, mask);
+    if (8 == dt->super.size) {
+        uint64_t cur, cmp;
+        memcpy(&cur, p, 8);
+        memcpy(&cmp, compare, 8);
+        memcpy(result, &cur, 8);
+        if (cur == cmp) memcpy(p, origin, 8);
+    } else {
+        uint32_t cur, cmp;
+        memcpy(&cur, p, 4);
+        memcpy(&cmp, compare, 4);
+        memcpy(result, &cur, 4);
+        if (cur == cmp) memcpy(p, origin, 4);
+    }
     ompi_osc_ucxx_stripes_unlock(state, mask);
     return true;
 }
@@ -866,7 +915,8 @@ int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_
     bool held;
     int rc;
 
-    if (cas_fast(view, origin_addr, compare_addr, result_addr, dt, target, target_disp)) {
+    if (cas_short(view, origin_addr, compare_addr, result_addr, dt, target, target_disp) ||
+        cas_fast(view, origin_addr, compare_addr, result_addr, dt, target, target_disp)) {
         return OMPI_SUCCESS;
     }
     held = ompi_osc_ucxx_dyn_serial_enter(view->core);
