@@ -90,6 +90,7 @@ ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi)
 {
     uint64_t first = lo >> shift, last = (hi - 1) >> shift;
     uint32_t mask = 0;
+    if (OPAL_LIKELY(first == last)) return 1u << (first % OSC_UCXX_STRIPES);
     if (last - first >= OSC_UCXX_STRIPES_FEW) return OSC_UCXX_STRIPES_ALL;
     for (uint64_t b = first; b <= last; ++b) mask |= 1u << (b % OSC_UCXX_STRIPES);
     return mask;
@@ -117,6 +118,10 @@ static inline bool ompi_osc_ucxx_acc_all_taken(ompi_osc_ucxx_state_t *state)
 static inline __opal_attribute_always_inline__ void
 ompi_osc_ucxx_stripes_release(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
+    if (OPAL_LIKELY(0 != mask && 0 == (mask & (mask - 1)))) {  /* (one: no loop) */
+        ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(mask)].value);
+        return;
+    }
     for (uint32_t m = mask; 0 != m; m &= m - 1) {
         ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(m)].value);
     }
@@ -127,6 +132,13 @@ ompi_osc_ucxx_stripes_release(ompi_osc_ucxx_state_t *state, uint32_t mask)
 static inline __opal_attribute_always_inline__ bool
 ompi_osc_ucxx_stripes_try(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
+    if (OPAL_LIKELY(0 != mask && 0 == (mask & (mask - 1)))) {  /* (one: no loop) */
+        volatile uint64_t *word = &state->acc_locks[__builtin_ctz(mask)].value;
+        if (OPAL_UNLIKELY(!ompi_osc_ucxx_word_try(word))) return false;
+        if (OPAL_LIKELY(!ompi_osc_ucxx_acc_all_taken(state))) return true;
+        ompi_osc_ucxx_word_release(word);
+        return false;
+    }
     for (uint32_t m = mask; 0 != m; m &= m - 1) {
         int s = __builtin_ctz(m);
         if (OPAL_UNLIKELY(!ompi_osc_ucxx_word_try(&state->acc_locks[s].value))) {
