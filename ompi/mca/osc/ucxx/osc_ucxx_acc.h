@@ -9,8 +9,9 @@
  *   - a (buffer, count, datatype) walked as runs of consecutive elements,
  *     so that a contiguous layout is one run however long, and a derived
  *     one is as few runs as its layout allows;
- *   - one run applied at memory speed: ompi_op_reduce over the whole run
- *     (REPLACE a copy, NO_OP nothing), old values copied out first;
+ *   - one run applied at memory speed: our kernels or ompi_op_reduce over
+ *     the whole run (REPLACE a copy, NO_OP nothing), old values copied out
+ *     first; short runs of the common ops inline (short_kind, short_apply);
  *   - the target's exclusion held over a moving span of its bytes: taken
  *     once per span of at most osc_ucxx_acc_hold bytes, retaken only when a
  *     run leaves it (osc_ucxx_state.c has the stripe protocol).

@@ -133,7 +133,10 @@ typedef bool (*kernel_fn_t)(int, int, void *, const void *, size_t);
 static kernel_fn_t kernel_resolve(void)
 {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512bw")) return kernel_avx512;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+        return kernel_avx512;
+    }
     if (__builtin_cpu_supports("avx2")) return kernel_avx2;
     return kernel_default;
 }

@@ -30,8 +30,11 @@
  *
  * Paths: predefined types, the same type and count on every side, to
  * memory mapped here whole take a mapped path first (the checks of put and
- * get's, then the stripe and the operation, the common single elements
- * inline); everything else, and every error, the general one below it.
+ * get's, then the stripes and the operation): acc_short and cas_short for
+ * types without gaps in runs of one exclusion (sums, replace and no-op of
+ * up to 256 B inline, the rest through the kernels), acc_fast and cas_fast
+ * for what they leave (acc_single_intrinsic windows, pair types, longer
+ * runs); everything else, and every error, the general one below them.
  *
  * Ordering (accumulate_ordering other than "none"): an accumulate applied
  * here waits for this process's accumulate messages still in flight and
@@ -301,20 +304,11 @@ static void cas_apply(ompi_osc_ucxx_acc_t *a, ompi_osc_ucxx_hold_t *h, char *tgt
         memcpy(result_addr, &expected, a->esize);
         return;
     }
+    /* (4- and 8-byte elements mostly take cas_short) */
     ompi_osc_ucxx_hold_elements(h, a, tgt, 1);
-    if (OPAL_LIKELY(8 == a->esize && a->hw)) {
-        /* (loads and stores, not memcpy and memcmp calls: 28 ns a
-         * compare-and-swap + flush against 24) */
-        uint64_t cur, cmp;
-        memcpy(&cur, tgt, 8);
-        memcpy(&cmp, compare_addr, 8);
-        memcpy(result_addr, &cur, 8);
-        if (cur == cmp) memcpy(tgt, origin_addr, 8);
-    } else {
-        ompi_osc_ucxx_acc_copy(a, result_addr, tgt, 1);
-        if (0 == memcmp(tgt, compare_addr, a->esize)) {
-            ompi_osc_ucxx_acc_copy(a, tgt, origin_addr, 1);
-        }
+    ompi_osc_ucxx_acc_copy(a, result_addr, tgt, 1);
+    if (0 == memcmp(tgt, compare_addr, a->esize)) {
+        ompi_osc_ucxx_acc_copy(a, tgt, origin_addr, 1);
     }
     ompi_osc_ucxx_hold_release(h);
 }
@@ -542,8 +536,9 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
  * opened it (ompi_osc_ucxx_mapped_access): applied at once, as the general
  * path would apply them, without its prologue (epoch check, range, worker,
  * path, decisions).  An 8 B MPI_Accumulate + flush took 52 ns through that
- * prologue, 32 here (osc/sm: 25); the exclusion itself is ~3.  Everything
- * else, and every error, takes the general path. */
+ * prologue, 32 through acc_fast, 30 through acc_short (osc/sm: 25); the
+ * exclusion itself is ~3.  Everything else, and every error, takes the
+ * general path. */
 
 /* Would the general path apply it here at once, with nothing to wait for or
  * to report first?  (Ordered accumulates: no UCX atomic of this thread's
@@ -721,7 +716,9 @@ acc_short_count(ompi_osc_ucxx_view_t *view, const void *origin, void *result, in
     return acc_short(view, origin, result, target, disp, count, dt, op);
 }
 
-/* MPI_Accumulate, MPI_Get_accumulate, MPI_Fetch_and_op; false: not here. */
+/* MPI_Accumulate, MPI_Get_accumulate, MPI_Fetch_and_op that acc_short
+ * leaves (acc_single_intrinsic windows, pair types, runs longer than one
+ * exclusion); false: not here. */
 static inline __opal_attribute_always_inline__ bool
 acc_fast(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
          ompi_datatype_t *origin_dt, void *result_addr, int result_count,
@@ -742,10 +739,6 @@ acc_fast(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
         if (!cpu_native(&a, p, origin_addr, fetch ? result_addr : NULL)) {
             cpu_element(&a, p, origin_addr, fetch ? result_addr : NULL);
         }
-    } else if (1 == count) {
-        ompi_osc_ucxx_hold_elements(&h, &a, p, 1);
-        ompi_osc_ucxx_acc_few(&a, p, no_op ? NULL : origin_addr, fetch ? result_addr : NULL, 1);
-        ompi_osc_ucxx_hold_release(&h);
     } else if ((size_t) count * a.ext <= ompi_osc_ucxx_min(FEW_BYTES, OSC_UCXX.acc_hold)) {
         ompi_osc_ucxx_hold_elements(&h, &a, p, (size_t) count);
         ompi_osc_ucxx_acc_few(&a, p, no_op ? NULL : origin_addr, fetch ? result_addr : NULL,
