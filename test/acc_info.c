@@ -117,8 +117,8 @@ static void set_info_case(int flavor)
     check_key(w.win, "accumulate_ordering", v5 ? "rar,raw,war,waw" : "junk", what);
     set_key(w.win, "mpi_accumulate_granularity", "1000");   /* fixed at creation: 256 */
     check_key(w.win, "mpi_accumulate_granularity", v5 ? "256" : "1000", what);
-    set_key(w.win, "mpi_accumulate_granularity", "40");     /* rounds to 64 */
-    check_key(w.win, "mpi_accumulate_granularity", "40", what);
+    set_key(w.win, "mpi_accumulate_granularity", "200");    /* rounds to 256 */
+    check_key(w.win, "mpi_accumulate_granularity", "200", what);
     use_window(&w, what);
     tu_win_free(&w);
 }
