@@ -403,8 +403,7 @@ static inline size_t ompi_osc_ucxx_hold_cover(ompi_osc_ucxx_hold_t *h,
 }
 
 /* n elements from p (a span of at most osc_ucxx_acc_hold bytes): the
- * stripe they lie in (the stripes they touch, where they cross a block),
- * without hold_cover's moving span. */
+ * stripes they touch, without hold_cover's moving span. */
 static inline __opal_attribute_always_inline__ void
 ompi_osc_ucxx_hold_elements(ompi_osc_ucxx_hold_t *h, const ompi_osc_ucxx_acc_t *a, char *p,
                             size_t n)
@@ -413,9 +412,7 @@ ompi_osc_ucxx_hold_elements(ompi_osc_ucxx_hold_t *h, const ompi_osc_ucxx_acc_t *
 
     h->lo = p;
     h->hi = p + (last + 1 - lo);
-    h->mask = (lo >> h->shift) == (last >> h->shift)
-                  ? 1u << ((lo >> h->shift) % OSC_UCXX_STRIPES)
-                  : ompi_osc_ucxx_stripe_mask(h->shift, lo, last + 1);
+    h->mask = ompi_osc_ucxx_stripe_mask(h->shift, lo, last + 1);
     ompi_osc_ucxx_stripes_lock(h->state, h->mask);
 }
 

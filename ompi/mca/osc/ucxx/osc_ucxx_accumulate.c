@@ -736,6 +736,8 @@ acc_fast(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
         return false;
     }
     if (lockfree) {
+        /* (the native instruction inline; cpu_element, the general path's
+         * entry, tries it first too) */
         if (!cpu_native(&a, p, origin_addr, fetch ? result_addr : NULL)) {
             cpu_element(&a, p, origin_addr, fetch ? result_addr : NULL);
         }

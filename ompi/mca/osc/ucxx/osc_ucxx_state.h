@@ -118,10 +118,6 @@ static inline bool ompi_osc_ucxx_acc_all_taken(ompi_osc_ucxx_state_t *state)
 static inline __opal_attribute_always_inline__ void
 ompi_osc_ucxx_stripes_release(ompi_osc_ucxx_state_t *state, uint32_t mask)
 {
-    if (OPAL_LIKELY(0 != mask && 0 == (mask & (mask - 1)))) {  /* (one: no loop) */
-        ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(mask)].value);
-        return;
-    }
     for (uint32_t m = mask; 0 != m; m &= m - 1) {
         ompi_osc_ucxx_word_release(&state->acc_locks[__builtin_ctz(m)].value);
     }
