@@ -339,9 +339,19 @@ static bool on_my_core(ompi_osc_ucxx_module_t *module, int writer, int cpu)
  * against osc/sm's 0.73). */
 bool ompi_osc_ucxx_crowded(void)
 {
+    /* The machine's count, read once: glibc reads it from sysfs on every
+     * call (open, read, close), ~10 us, a ninth of a dynamic window's
+     * create-attach-put-detach-free cycle (bench/rma_mh dyn_cr).  Threads
+     * racing here store the same value. */
+    static long online_cached;
     int procs = (int) opal_process_info.num_local_peers + 1;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    long online = __atomic_load_n(&online_cached, __ATOMIC_RELAXED);
     cpu_set_t mine;
+
+    if (0 == online) {
+        online = sysconf(_SC_NPROCESSORS_ONLN);
+        __atomic_store_n(&online_cached, online, __ATOMIC_RELAXED);
+    }
 
     if (online > 0 && procs > online) return true;
     if (0 != sched_getaffinity(0, sizeof(mine), &mine)) return true;

@@ -26,8 +26,10 @@ static inline bool state_in_data(const ompi_osc_ucxx_peer_t *peer)
     return 0 == peer->state_rkey_len;
 }
 
-static int unpack_rkey(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
-                       ucp_rkey_h *rkey)
+/* The peer's data or state rkey on the worker's endpoint `ep`, from the
+ * worker's kept ones where it has it (ompi_osc_ucxx_rkey_take). */
+static int unpack_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                       ucp_ep_h ep, int target, bool state, ucp_rkey_h *rkey)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     size_t len = state ? peer->state_rkey_len : peer->data_rkey_len;
@@ -37,16 +39,26 @@ static int unpack_rkey(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, 
     if (0 == len) {
         return OMPI_SUCCESS;  /* zero-size window: nothing to reach */
     }
-    return UCS_OK == ucp_ep_rkey_unpack(ep, buf, rkey) ? OMPI_SUCCESS : OMPI_ERROR;
+    return ompi_osc_ucxx_rkey_take(worker, ompi_comm_peer_lookup(module->comm, target), ep,
+                                   state ? peer->state_serial : peer->data_serial, buf, rkey);
+}
+
+/* (A window released at finalize has lost its communicator: its kept rkeys
+ * go with the workers, which finalize destroys next.) */
+static void give_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                      int target, bool state, ucp_rkey_h rkey)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ompi_osc_ucxx_rkey_give(worker,
+                            NULL != module->comm ? ompi_comm_peer_lookup(module->comm, target)
+                                                 : NULL,
+                            state ? peer->state_serial : peer->data_serial, rkey);
 }
 
 static void lrow_destruct(ompi_osc_ucxx_lrow_t *row)
 {
     for (int i = 0; i < row->size; ++i) {
-        ucp_rkey_h data = row->links[i].data_rkey, state = row->links[i].state_rkey;
-        if (data) ucp_rkey_destroy(data);
-        if (state && state != data) ucp_rkey_destroy(state);
-        ompi_osc_ucxx_dyn_cache_free(row->links[i].dyn);
+        ompi_osc_ucxx_dyn_cache_free(row->links[i].dyn);  /* (rkeys: links_release) */
     }
 }
 
@@ -114,12 +126,13 @@ ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
     if (OMPI_SUCCESS != ompi_osc_ucxx_worker_get_ep(worker,
                                                     ompi_comm_peer_lookup(module->comm, target),
                                                     &ep) ||
-        OMPI_SUCCESS != unpack_rkey(module, ep, target, false, &links[target].data_rkey)) {
+        OMPI_SUCCESS != unpack_rkey(module, worker, ep, target, false,
+                                    &links[target].data_rkey)) {
         goto out;
     }
     if (state_in_data(&module->peers[target])) {
         links[target].state_rkey = links[target].data_rkey;
-    } else if (OMPI_SUCCESS != unpack_rkey(module, ep, target, true,
+    } else if (OMPI_SUCCESS != unpack_rkey(module, worker, ep, target, true,
                                            &links[target].state_rkey)) {
         goto out;
     }
@@ -137,7 +150,17 @@ void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_ltab_t *tab = module->ltab, *next;
 
     for (int w = 0; NULL != tab && w < tab->cap; ++w) {
-        if (NULL != tab->rows[w]) OBJ_RELEASE(tab->rows[w]);
+        ompi_osc_ucxx_lrow_t *row = tab->rows[w];
+        if (NULL == row) continue;
+        for (int i = 0; i < row->size; ++i) {
+            ompi_osc_ucxx_link_t *link = &row->links[i];
+            ompi_osc_ucxx_worker_t *worker = row->links[row->size].worker;
+            give_rkey(module, worker, i, false, link->data_rkey);
+            if (link->state_rkey != link->data_rkey) {
+                give_rkey(module, worker, i, true, link->state_rkey);
+            }
+        }
+        OBJ_RELEASE(row);
     }
     for (; NULL != tab; tab = next) {
         next = tab->retired;
@@ -146,9 +169,7 @@ void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module)
     module->ltab = NULL;
     for (int i = 0; NULL != module->peers && i < module->size; ++i) {
         for (int k = 0; k < 2; ++k) {
-            if (module->peers[i].direct_rkeys[k]) {
-                ucp_rkey_destroy(module->peers[i].direct_rkeys[k]);
-            }
+            give_rkey(module, OSC_UCXX.main_worker, i, 1 == k, module->peers[i].direct_rkeys[k]);
         }
     }
 }
@@ -160,11 +181,12 @@ static void *map_direct(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target,
     ucp_rkey_h rkey;
     void *ptr;
 
-    if (OMPI_SUCCESS != unpack_rkey(module, ep, target, state, &rkey) || NULL == rkey) {
+    if (OMPI_SUCCESS != unpack_rkey(module, OSC_UCXX.main_worker, ep, target, state, &rkey) ||
+        NULL == rkey) {
         return NULL;
     }
     if (UCS_OK != ucp_rkey_ptr(rkey, addr, &ptr)) {
-        ucp_rkey_destroy(rkey);
+        give_rkey(module, OSC_UCXX.main_worker, target, state, rkey);
         return NULL;
     }
     peer->direct_rkeys[state ? 1 : 0] = rkey;  /* the mapping lives as long as the rkey */

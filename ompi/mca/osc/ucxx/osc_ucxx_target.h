@@ -38,6 +38,7 @@ struct ompi_osc_ucxx_peer_t {
     bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
     uint32_t am_sysbuf;      /* staging bytes it keeps for each origin's active messages */
     uint32_t acc_shift;      /* log2 of its accumulate stripe block (osc_ucxx_state.c) */
+    uint32_t data_serial, state_serial;  /* its allocations' numbers (rkey_take) */
     /* Direct mappings, resolved on first use of the peer; NULL where UCX
      * cannot map (user memory, no shared-memory transport).  direct_data
      * covers [direct_lo, direct_hi) (everything unless shared). */

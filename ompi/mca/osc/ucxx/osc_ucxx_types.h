@@ -60,6 +60,7 @@ BEGIN_C_DECLS
 
 /* Every object, by name (defined in the layer that owns it). */
 typedef struct ompi_osc_ucxx_worker_t ompi_osc_ucxx_worker_t;     /* worker.h */
+typedef struct ompi_osc_ucxx_rkey_t ompi_osc_ucxx_rkey_t;         /* worker.c */
 typedef struct ompi_osc_ucxx_module_t ompi_osc_ucxx_module_t;     /* window.h: the core */
 typedef struct ompi_osc_ucxx_view_t ompi_osc_ucxx_view_t;         /* window.h: a handle */
 typedef struct ompi_osc_ucxx_peer_t ompi_osc_ucxx_peer_t;         /* target.h */
@@ -131,6 +132,8 @@ typedef struct ompi_osc_ucxx_component_t {
     ucp_context_h context;
     opal_mutex_t lock;        /* workers, peer addresses, window table */
     ompi_osc_ucxx_worker_t *main_worker;     /* the worker peers connect to */
+    ucp_address_t *main_addr;       /* its address, packed once (ompi_osc_ucxx_main_address) */
+    size_t main_addr_len;
     ompi_osc_ucxx_worker_t *only_worker;     /* main_worker where it is every thread's
                                               * (below MPI_THREAD_MULTIPLE): no TLS
                                               * lookup per operation */
@@ -145,9 +148,10 @@ typedef struct ompi_osc_ucxx_component_t {
     opal_hash_table_t peer_addrs;  /* proc name -> ompi_osc_ucxx_addr_t */
     opal_hash_table_t windows;     /* communicator id -> core */
     ompi_osc_ucxx_module_t *zombies;  /* kept until finalize (see core_release) */
-    struct { ucp_mem_h memh; size_t len; } kept[OSC_UCXX_KEPT_MAX];  /* freed window
-                                               * allocations for reuse (window.c) */
+    struct { ucp_mem_h memh; size_t len; uint32_t serial; } kept[OSC_UCXX_KEPT_MAX];
+                                            /* freed window allocations for reuse (window.c) */
     int num_kept;
+    uint32_t alloc_serial;          /* UCX allocations made (their serial numbers) */
     opal_free_list_t requests;
     bool progress_registered;
     int num_modules;

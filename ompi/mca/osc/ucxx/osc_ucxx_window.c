@@ -77,6 +77,7 @@ typedef struct {
     uint32_t am_sysbuf;   /* active-message staging it keeps per origin */
     uint32_t acc_shift;   /* its accumulate stripe block, log2 */
     uint32_t fence_barrier;  /* osc_ucxx_fence_barrier: all must agree to use it */
+    uint32_t data_serial, state_serial;  /* its allocations' numbers (rkeys kept by them) */
     int32_t status;       /* its setup failed (an OMPI error code): everyone gives up */
 } wire_info_t;
 
@@ -308,7 +309,10 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
 /* ------------------------------------------------------------------------- */
 /* Memory */
 
-static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh)
+/* `serial`: a new allocation's number (osc_ucxx_worker.c: peers keep their
+ * rkeys by it); user memory has none. */
+static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
+                      uint32_t *serial)
 {
     ucp_mem_map_params_t params;
     ucp_mem_attr_t attr;
@@ -332,6 +336,7 @@ static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh)
         return OMPI_ERROR;
     }
     *addr = attr.address;
+    *serial = allocate ? ompi_osc_ucxx_add32((int32_t *) &OSC_UCXX.alloc_serial, 1) : 0;
     return OMPI_SUCCESS;
 }
 
@@ -342,10 +347,10 @@ static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh)
  * state pages + memory, one memh; any other window's state segment) is kept,
  * up to osc_ucxx_alloc_cache bytes in all, for the next window it fits (at
  * most twice the bytes needed).  Old contents stay: MPI does not initialize
- * MPI_Win_allocate's memory, and state segments are zeroed again.  Nobody
- * maps it any more: peers destroy their mappings when they free the window,
- * after the free's barrier. */
-static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh)
+ * MPI_Win_allocate's memory, and state segments are zeroed again.  Peers
+ * may keep it mapped (their rkeys, kept by its serial number:
+ * ompi_osc_ucxx_rkey_take), which is what the next window on it wants. */
+static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial)
 {
     int best = -1;
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
@@ -359,6 +364,7 @@ static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh)
     if (best >= 0) {
         *memh = OSC_UCXX.kept[best].memh;
         *len = OSC_UCXX.kept[best].len;
+        *serial = OSC_UCXX.kept[best].serial;
         OSC_UCXX.kept[best] = OSC_UCXX.kept[--OSC_UCXX.num_kept];
     }
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
@@ -372,7 +378,7 @@ static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh)
     return true;
 }
 
-static void kept_put(ucp_mem_h memh, size_t len)
+static void kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
 {
     size_t total = len;
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
@@ -380,6 +386,7 @@ static void kept_put(ucp_mem_h memh, size_t len)
     if (OSC_UCXX.num_kept < OSC_UCXX_KEPT_MAX && len <= OSC_UCXX.alloc_cache / 4 &&
         total <= OSC_UCXX.alloc_cache) {
         OSC_UCXX.kept[OSC_UCXX.num_kept].memh = memh;
+        OSC_UCXX.kept[OSC_UCXX.num_kept].serial = serial;
         OSC_UCXX.kept[OSC_UCXX.num_kept++].len = len;
         memh = NULL;
     }
@@ -428,7 +435,7 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     wire_info_t mine, *all = NULL;
     void *data_rkey = NULL, *state_rkey = NULL;
     size_t data_rkey_len, state_rkey_len, addr_len = 0;
-    ucp_address_t *addr = NULL;
+    const void *addr = NULL;
     int *counts = NULL, *displs = NULL;
     char *sendbuf = NULL, *recvbuf = NULL;
     bool any_need = false;
@@ -440,9 +447,8 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     if (OMPI_SUCCESS == local_rc) {
         local_rc = pack_rkey(module->state_memh, &state_rkey, &state_rkey_len);
     }
-    if (OMPI_SUCCESS == local_rc &&
-        UCS_OK != ucp_worker_get_address(OSC_UCXX.main_worker->ucp, &addr, &addr_len)) {
-        local_rc = OMPI_ERROR;
+    if (OMPI_SUCCESS == local_rc) {
+        local_rc = ompi_osc_ucxx_main_address(&addr, &addr_len);
     }
 
     memset(&mine, 0, sizeof(mine));
@@ -459,6 +465,8 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     mine.am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
     mine.acc_shift = module->acc_shift;
     mine.fence_barrier = OSC_UCXX.fence_barrier;
+    mine.data_serial = module->data_serial;
+    mine.state_serial = module->state_serial;
 
     all = malloc(size * sizeof(*all));
     counts = malloc(size * sizeof(int));
@@ -527,6 +535,8 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
         peer->shared = (0 != all[i].share_len);
         peer->am_sysbuf = all[i].am_sysbuf;
         peer->acc_shift = all[i].acc_shift;
+        peer->data_serial = all[i].data_serial;
+        peer->state_serial = all[i].state_serial;
         peer->blob = blob_total;
         memcpy(module->blobs + blob_total, recvbuf + displs[i], rkeys);
         blob_total += rkeys;
@@ -544,7 +554,6 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
 out:
     if (NULL != data_rkey) ucp_rkey_buffer_release(data_rkey);
     if (NULL != state_rkey) ucp_rkey_buffer_release(state_rkey);
-    if (NULL != addr) ucp_worker_release_address(OSC_UCXX.main_worker->ucp, addr);
     free(all);
     free(counts);
     free(displs);
@@ -571,13 +580,16 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
     if (NULL != module->data_memh && 0 != module->data_len) {
-        kept_put(module->data_memh, module->data_len);  /* MPI_Win_allocate's */
+        /* MPI_Win_allocate's */
+        kept_put(module->data_memh, module->data_len, module->data_serial);
     } else if (NULL != module->data_memh) {
         ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     }
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
     ompi_osc_ucxx_share_release(&module->share);      /* (not ours for shared windows) */
-    if (NULL != module->state_memh) kept_put(module->state_memh, module->state_len);
+    if (NULL != module->state_memh) {
+        kept_put(module->state_memh, module->state_len, module->state_serial);
+    }
     if (NULL != module->comm) ompi_comm_free(&module->comm);
     if (NULL != module->access) OBJ_RELEASE(module->access);
     free(module->peers);
@@ -682,8 +694,10 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
                 module->data_len = 0;
                 return MPI_ERR_NO_MEM;
             }
-            if (!kept_take(&module->data_len, &all, &module->data_memh)) {
-                rc = map_memory(&all, module->data_len, true, &module->data_memh);
+            if (!kept_take(&module->data_len, &all, &module->data_memh,
+                           &module->data_serial)) {
+                rc = map_memory(&all, module->data_len, true, &module->data_memh,
+                                &module->data_serial);
                 if (OMPI_SUCCESS != rc) return rc;
             }
             module->state = all;
@@ -707,7 +721,8 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
         *base = module->base;
         if (size > 0) {
             void *addr = module->base;  /* registered for peers that cannot map it */
-            return map_memory(&addr, size, false, &module->data_memh);
+            return map_memory(&addr, size, false, &module->data_memh,
+                              &module->data_serial);
         }
     } else {
         module->base = *base;
@@ -715,7 +730,8 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
             void *addr = *base;
             /* before registering: the move changes the pages behind the addresses */
             ompi_osc_ucxx_share_user(*base, size, &module->share);
-            return map_memory(&addr, size, false, &module->data_memh);
+            return map_memory(&addr, size, false, &module->data_memh,
+                              &module->data_serial);
         }
     }
     return OMPI_SUCCESS;
@@ -728,8 +744,10 @@ static int state_memory(ompi_osc_ucxx_module_t *module)
     if (NULL == module->state) {
         void *state = NULL;
         module->state_len = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
-        if (!kept_take(&module->state_len, &state, &module->state_memh)) {
-            int rc = map_memory(&state, module->state_len, true, &module->state_memh);
+        if (!kept_take(&module->state_len, &state, &module->state_memh,
+                       &module->state_serial)) {
+            int rc = map_memory(&state, module->state_len, true, &module->state_memh,
+                                &module->state_serial);
             if (OMPI_SUCCESS != rc) return rc;
         }
         module->state = state;

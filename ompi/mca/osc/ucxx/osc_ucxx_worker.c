@@ -528,6 +528,10 @@ void ompi_osc_ucxx_context_fini(void)
         opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
         ompi_osc_ucxx_module_release(module);
     }
+    if (NULL != OSC_UCXX.main_addr) {
+        ucp_worker_release_address(OSC_UCXX.main_worker->ucp, OSC_UCXX.main_addr);
+        OSC_UCXX.main_addr = NULL;
+    }
     for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
         OBJ_RELEASE(OSC_UCXX.workers[i]);
     }
@@ -578,7 +582,13 @@ static void worker_construct(ompi_osc_ucxx_worker_t *worker)
     OBJ_CONSTRUCT(&worker->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&worker->eps, opal_hash_table_t);
     opal_hash_table_init(&worker->eps, 64);
+    OBJ_CONSTRUCT(&worker->rkeys, opal_hash_table_t);
+    opal_hash_table_init(&worker->rkeys, 64);
+    worker->idle_first = worker->idle_last = NULL;
+    worker->idle = 0;
 }
+
+static void rkeys_destroy(ompi_osc_ucxx_worker_t *worker);
 
 static void worker_destruct(ompi_osc_ucxx_worker_t *worker)
 {
@@ -587,6 +597,7 @@ static void worker_destruct(ompi_osc_ucxx_worker_t *worker)
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                  .flags = UCP_EP_CLOSE_FLAG_FORCE};
 
+    rkeys_destroy(worker);  /* (before the endpoints they were unpacked on) */
     /* Everything was completed when the windows were freed; peers may
      * already be gone, so endpoints are closed without a remote handshake. */
     int rc = opal_hash_table_get_first_key_uint64(&worker->eps, &key, &value, &node);
@@ -601,6 +612,7 @@ static void worker_destruct(ompi_osc_ucxx_worker_t *worker)
         rc = opal_hash_table_get_next_key_uint64(&worker->eps, &key, &value, node, &node);
     }
     OBJ_DESTRUCT(&worker->eps);
+    OBJ_DESTRUCT(&worker->rkeys);
     OBJ_DESTRUCT(&worker->lock);
     if (NULL != worker->ucp) {
         ucp_worker_destroy(worker->ucp);
@@ -750,6 +762,163 @@ int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *pro
 {
     return get_ep(worker, ompi_osc_ucxx_proc_key(proc), ep);
 }
+
+/* Packed once: ucp_worker_get_address packs every transport's address on
+ * each call, ~0.8 us of each window's creation (5 % of a dynamic window's
+ * with 2 ranks, perf). */
+int ompi_osc_ucxx_main_address(const void **addr, size_t *len)
+{
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    if (NULL == OSC_UCXX.main_addr &&
+        UCS_OK != ucp_worker_get_address(OSC_UCXX.main_worker->ucp, &OSC_UCXX.main_addr,
+                                         &OSC_UCXX.main_addr_len)) {
+        OSC_UCXX.main_addr = NULL;
+        rc = OMPI_ERROR;
+    }
+    *addr = OSC_UCXX.main_addr;
+    *len = OSC_UCXX.main_addr_len;
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Peers' rkeys kept across windows
+ *
+ * Unpacking a peer's rkey for memory UCX allocated maps that memory here
+ * (UCX's sysv transport: shmat) and destroying it unmaps it (shmdt, which
+ * also flushes the TLBs of every core the process ran on).  Each window
+ * did both for the peer's state segment, once for the direct mapping and
+ * once per worker that reached the peer: ~20 % of a dynamic window's
+ * create-attach-put-detach-free cycle on each side (perf, bench/rma_mh
+ * dyn_cr).  But the peer reuses its freed windows' allocations
+ * (osc_ucxx_window.c, kept_take), so the next window names the same one
+ * again.  So a worker keeps its unpacked rkeys, keyed by the peer and the
+ * allocation's serial number (the peer's count of UCX allocations; a
+ * packed rkey's bytes do not identify an allocation: a freed object's
+ * name is reused), and hands them out again: windows take and give
+ * them, and up to OSC_UCXX_RKEYS_IDLE that no window uses stay.  An rkey
+ * kept for an allocation its owner has since freed keeps that memory
+ * alive, never reached again, until it is evicted.  Serials are never
+ * reused, so a new allocation is never reached through an old rkey. */
+
+#define OSC_UCXX_RKEYS_IDLE 64
+
+struct ompi_osc_ucxx_rkey_t {
+    struct {
+        uint64_t proc;
+        uint64_t serial;
+    } key;
+    ucp_rkey_h rkey;
+    int users;                            /* windows' links and mappings */
+    ompi_osc_ucxx_rkey_t *prev, *next;    /* the worker's idle list */
+};
+
+static void idle_unlink(ompi_osc_ucxx_worker_t *worker, ompi_osc_ucxx_rkey_t *e)
+{
+    if (e->prev) e->prev->next = e->next; else worker->idle_first = e->next;
+    if (e->next) e->next->prev = e->prev; else worker->idle_last = e->prev;
+    e->prev = e->next = NULL;
+    worker->idle--;
+}
+
+int ompi_osc_ucxx_rkey_take(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc, ucp_ep_h ep,
+                            uint32_t serial, const void *packed, ucp_rkey_h *rkey)
+{
+    ompi_osc_ucxx_rkey_t *e = NULL;
+    int rc = OMPI_SUCCESS;
+
+    if (0 == serial) {
+        return UCS_OK == ucp_ep_rkey_unpack(ep, packed, rkey) ? OMPI_SUCCESS : OMPI_ERROR;
+    }
+    uint64_t key[2] = {ompi_osc_ucxx_proc_key(proc), serial};
+    OSC_UCXX_LOCK(&worker->lock);
+    if (OPAL_SUCCESS == opal_hash_table_get_value_ptr(&worker->rkeys, key, sizeof(key),
+                                                      (void **) &e)) {
+        if (0 == e->users++) idle_unlink(worker, e);
+        *rkey = e->rkey;
+        goto out;
+    }
+    e = calloc(1, sizeof(*e));
+    if (NULL == e || UCS_OK != ucp_ep_rkey_unpack(ep, packed, &e->rkey)) {
+        free(e);
+        rc = OMPI_ERROR;
+        goto out;
+    }
+    e->key.proc = key[0];
+    e->key.serial = key[1];
+    e->users = 1;
+    if (OPAL_SUCCESS != opal_hash_table_set_value_ptr(&worker->rkeys, &e->key, sizeof(e->key),
+                                                      e)) {
+        ucp_rkey_destroy(e->rkey);
+        free(e);
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+        goto out;
+    }
+    *rkey = e->rkey;
+out:
+    OSC_UCXX_UNLOCK(&worker->lock);
+    return rc;
+}
+
+void ompi_osc_ucxx_rkey_give(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
+                             uint32_t serial, ucp_rkey_h rkey)
+{
+    ompi_osc_ucxx_rkey_t *e = NULL, *evict = NULL;
+
+    if (NULL == rkey) {
+        return;
+    }
+    if (0 == serial) {
+        ucp_rkey_destroy(rkey);
+        return;
+    }
+    if (NULL == proc) {
+        return;  /* finalize: rkeys_destroy */
+    }
+    uint64_t key[2] = {ompi_osc_ucxx_proc_key(proc), serial};
+    OSC_UCXX_LOCK(&worker->lock);
+    if (OPAL_SUCCESS != opal_hash_table_get_value_ptr(&worker->rkeys, key, sizeof(key),
+                                                      (void **) &e) ||
+        0 != --e->users) {
+        goto out;
+    }
+    e->prev = worker->idle_last;  /* newest last */
+    if (e->prev) e->prev->next = e; else worker->idle_first = e;
+    worker->idle_last = e;
+    worker->idle++;
+    if (worker->idle > OSC_UCXX_RKEYS_IDLE) {
+        evict = worker->idle_first;
+        idle_unlink(worker, evict);
+        opal_hash_table_remove_value_ptr(&worker->rkeys, &evict->key, sizeof(evict->key));
+    }
+out:
+    OSC_UCXX_UNLOCK(&worker->lock);
+    if (NULL != evict) {
+        ucp_rkey_destroy(evict->rkey);
+        free(evict);
+    }
+}
+
+/* Worker teardown (finalize): windows are gone, every kept rkey is idle. */
+static void rkeys_destroy(ompi_osc_ucxx_worker_t *worker)
+{
+    void *key, *value, *node = NULL;
+    size_t key_size;
+    int rc = opal_hash_table_get_first_key_ptr(&worker->rkeys, &key, &key_size, &value, &node);
+    while (OPAL_SUCCESS == rc) {
+        ucp_rkey_destroy(((ompi_osc_ucxx_rkey_t *) value)->rkey);
+        free(value);
+        rc = opal_hash_table_get_next_key_ptr(&worker->rkeys, &key, &key_size, &value, node,
+                                              &node);
+    }
+    opal_hash_table_remove_all(&worker->rkeys);
+    worker->idle_first = worker->idle_last = NULL;
+    worker->idle = 0;
+}
+
+/* ------------------------------------------------------------------------- */
 
 /* The worker's endpoint to the process with key KEY (ompi_osc_ucxx_proc_key),
  * made the first time from the address learned for it. */

@@ -24,8 +24,11 @@ struct ompi_osc_ucxx_worker_t {
     ucp_worker_h ucp;
     int index;                 /* position in OSC_UCXX.workers and in link tables */
     bool owned;                /* a live thread uses it */
-    opal_mutex_t lock;         /* the endpoint table */
+    opal_mutex_t lock;         /* the endpoint and rkey tables */
     opal_hash_table_t eps;     /* proc name -> ucp_ep_h */
+    opal_hash_table_t rkeys;   /* (proc name, serial) -> ompi_osc_ucxx_rkey_t* */
+    ompi_osc_ucxx_rkey_t *idle_first, *idle_last;  /* rkeys no window uses, oldest first */
+    int idle;
     volatile int32_t pending;  /* request-based operations not yet complete */
     bool acc_fence;            /* accumulates issued UCX atomics since the last
                                 * ucp_worker_fence (osc_ucxx_accumulate.c; under
@@ -53,6 +56,19 @@ ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
 int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                                 ucp_ep_h *ep);
 bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc);
+/* The main worker's address, packed on the first call, kept to finalize. */
+int ompi_osc_ucxx_main_address(const void **addr, size_t *len);
+
+/* A peer's rkey for its allocation numbered `serial` (the peer's count of
+ * UCX allocations, published at window creation; 0: not cacheable, unpacked
+ * and destroyed each time), unpacked on the worker's endpoint `ep` to the
+ * peer, or the one kept from an earlier window (osc_ucxx_worker.c: why).
+ * Every take is matched by a give (proc NULL: in finalize, before the
+ * worker goes, which destroys what it kept). */
+int ompi_osc_ucxx_rkey_take(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc, ucp_ep_h ep,
+                            uint32_t serial, const void *packed, ucp_rkey_h *rkey);
+void ompi_osc_ucxx_rkey_give(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
+                             uint32_t serial, ucp_rkey_h rkey);
 int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len);
 
 /* Progress: our main worker (peers' emulated operations and messages), the

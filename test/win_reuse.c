@@ -1,0 +1,108 @@
+/* win_reuse: window after window, each reaching its peers' memory and
+ * synchronization state correctly, while osc/ucxx keeps peers' rkeys from
+ * one window to the next (osc_ucxx_worker.c, ompi_osc_ucxx_rkey_take): a
+ * freed window's allocation (state segment, MPI_Win_allocate's memory) is
+ * used again by the next window that fits, and the peers reach it through
+ * the rkey they kept; a window that needs a new allocation must never be
+ * reached through the rkey of an old one, though that one may still be
+ * mapped (kept) and even sit at the same addresses.
+ *
+ * ROUNDS ("-r N", default 150) windows in each enabled flavor (every flavor
+ * unless TU_FLAVORS narrows them), sizes cycling through small and large
+ * ones (growing, so that some windows need a new allocation, and shrinking,
+ * so that others reuse one) and every 7th window one size larger than ever
+ * before.  In each window:
+ *   - every rank fills its memory with a pattern of (rank, round);
+ *   - fence, then a get of the whole of the next rank's window (checked) and
+ *     a put of (rank, round) into the last element of the previous rank's,
+ *     then fence: the last element is checked by its owner;
+ *   - an exclusive lock on the next rank: fetch_and_op(+1) on its first
+ *     element, then an accumulate (MPI_SUM) of 1 under lock_all: the first
+ *     element ends at pattern + 2, checked after a barrier.
+ * Fences synchronize through the peers' state segments where they can: a
+ * stale mapping of one hangs (the run's timeout) or leaves wrong values.
+ * The run lines also keep no freed allocations (osc_ucxx_alloc_cache 0), so
+ * that every window's memory is new. */
+#include "testutil.h"
+#include <stdint.h>
+
+static int me, nprocs, next, prev;
+
+static int64_t pattern(int rank, int round, MPI_Aint i)
+{
+    return (int64_t) 0x3c00000000000000LL + rank * 100000000LL + round * 100000LL + i;
+}
+
+static MPI_Aint round_elems(int round)
+{
+    static const MPI_Aint sizes[] = {1, 512, 3, 8192, 100, 40000, 2, 1024, 20000};
+    if (round % 7 == 6) return 50000 + round * 64;  /* larger than any before */
+    return sizes[round % (int) (sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+static void one_window(int flavor, int round)
+{
+    MPI_Aint n = round_elems(round), nnext = round_elems(round);
+    tu_win_t w;
+    int64_t *mine, *got, val, one = 1, old = 0;
+
+    tu_win_create(flavor, n * (MPI_Aint) sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
+                  MPI_COMM_WORLD, &w);
+    if (MPI_WIN_NULL == w.win) return;  /* (a component without this flavor) */
+    mine = w.base;
+    for (MPI_Aint i = 0; i < n; i++) mine[i] = pattern(me, round, i);
+    got = malloc(nnext * sizeof(int64_t));
+
+    TU_MPI(MPI_Win_fence(0, w.win));
+    TU_MPI(MPI_Get(got, (int) nnext, MPI_INT64_T, next, tu_disp(&w, next, 0), (int) nnext,
+                   MPI_INT64_T, w.win));
+    val = -pattern(me, round, 0);
+    TU_MPI(MPI_Put(&val, 1, MPI_INT64_T, prev, tu_disp(&w, prev, n - 1), 1, MPI_INT64_T,
+                   w.win));
+    TU_MPI(MPI_Win_fence(0, w.win));
+    for (MPI_Aint i = 0; i < nnext - 1; i++) {
+        if (got[i] != pattern(next, round, i)) {
+            TU_CHECK(0, "%s window %d: got %lld at element %ld of rank %d's, expected %lld",
+                     tu_flavor_names[flavor], round, (long long) got[i], (long) i, next,
+                     (long long) pattern(next, round, i));
+            break;
+        }
+    }
+    if (n > 1 || 1 == nprocs) {
+        TU_CHECK(mine[n - 1] == -pattern(next, round, 0),
+                 "%s window %d: last element %lld, expected rank %d's put %lld",
+                 tu_flavor_names[flavor], round, (long long) mine[n - 1], next,
+                 (long long) -pattern(next, round, 0));
+    }
+
+    TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, w.win));
+    TU_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, next, tu_disp(&w, next, 0), MPI_SUM,
+                            w.win));
+    TU_MPI(MPI_Win_unlock(next, w.win));
+    TU_MPI(MPI_Win_lock_all(0, w.win));
+    TU_MPI(MPI_Accumulate(&one, 1, MPI_INT64_T, next, tu_disp(&w, next, 0), 1, MPI_INT64_T,
+                          MPI_SUM, w.win));
+    TU_MPI(MPI_Win_unlock_all(w.win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    int64_t first = n > 1 || 1 == nprocs ? pattern(me, round, 0) : -pattern(next, round, 0);
+    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w.win));
+    TU_CHECK(mine[0] == first + 2, "%s window %d: first element %lld, expected %lld",
+             tu_flavor_names[flavor], round, (long long) mine[0], (long long) (first + 2));
+    TU_MPI(MPI_Win_unlock(me, w.win));
+
+    free(got);
+    tu_win_free(&w);
+}
+
+int main(int argc, char **argv)
+{
+    tu_init_ring(&argc, &argv, &me, &nprocs, &next, &prev);
+    int rounds = (int) tu_opt_long(argc, argv, "-r", 150);
+    for (int flavor = 0; flavor < TU_NFLAVORS; flavor++) {
+        if (!tu_flavor_or_all(flavor)) continue;
+        for (int round = 0; round < rounds; round++) one_window(flavor, round);
+    }
+    int rc = tu_finish("win_reuse");
+    MPI_Finalize();
+    return rc;
+}
