@@ -22,7 +22,13 @@
  * Fences synchronize through the peers' state segments where they can: a
  * stale mapping of one hangs (the run's timeout) or leaves wrong values.
  * The run lines also keep no freed allocations (osc_ucxx_alloc_cache 0), so
- * that every window's memory is new. */
+ * that every window's memory is new.
+ * Last, BIG ("-b N", default 12) MPI_Win_allocate windows of 2 MiB and more,
+ * too large to be kept for reuse (a quarter of osc_ucxx_alloc_cache, 4 MiB
+ * by default), each reached by a put from the previous rank: the UCX
+ * shared-memory segments this process has mapped (its own and its peers',
+ * SYSV and POSIX ones in /proc/self/maps) must not grow with their number,
+ * since an rkey kept for an allocation nobody keeps holds it in memory. */
 #include "testutil.h"
 #include <stdint.h>
 
@@ -94,6 +100,45 @@ static void one_window(int flavor, int round)
     tu_win_free(&w);
 }
 
+/* Bytes of UCX shared-memory segments mapped in this process. */
+static long shm_mapped(void)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    unsigned long lo, hi;
+    long total = 0;
+    while (maps && fgets(line, sizeof(line), maps)) {
+        if (strstr(line, " rw-s ") && (strstr(line, "/SYSV") || strstr(line, "ucx_shm_posix")) &&
+            2 == sscanf(line, "%lx-%lx", &lo, &hi)) {
+            total += (long) (hi - lo);
+        }
+    }
+    if (maps) fclose(maps);
+    return total;
+}
+
+static void big_windows(int count)
+{
+    long after_first = 0;
+    for (int k = 0; k < count; k++) {
+        MPI_Aint n = (2 << 20) / 8 + k * 1024;
+        int64_t *base, val = pattern(me, k, 7);
+        MPI_Win win;
+        TU_MPI(MPI_Win_allocate(n * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+        base[n - 1] = 0;
+        TU_MPI(MPI_Win_fence(0, win));
+        TU_MPI(MPI_Put(&val, 1, MPI_INT64_T, next, n - 1, 1, MPI_INT64_T, win));
+        TU_MPI(MPI_Win_fence(0, win));
+        TU_CHECK(base[n - 1] == pattern(prev, k, 7), "big window %d: %lld, expected %lld", k,
+                 (long long) base[n - 1], (long long) pattern(prev, k, 7));
+        TU_MPI(MPI_Win_free(&win));
+        if (0 == k) after_first = shm_mapped();
+    }
+    long grown = shm_mapped() - after_first;
+    TU_CHECK(grown < 4L << 20, "%d big windows created and freed left %ld more bytes of "
+             "shared-memory segments mapped than the first", count, grown);
+}
+
 int main(int argc, char **argv)
 {
     tu_init_ring(&argc, &argv, &me, &nprocs, &next, &prev);
@@ -102,6 +147,7 @@ int main(int argc, char **argv)
         if (!tu_flavor_or_all(flavor)) continue;
         for (int round = 0; round < rounds; round++) one_window(flavor, round);
     }
+    big_windows((int) tu_opt_long(argc, argv, "-b", 12));
     int rc = tu_finish("win_reuse");
     MPI_Finalize();
     return rc;

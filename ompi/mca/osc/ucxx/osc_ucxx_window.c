@@ -310,7 +310,10 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
 /* Memory */
 
 /* `serial`: a new allocation's number (osc_ucxx_worker.c: peers keep their
- * rkeys by it); user memory has none. */
+ * rkeys by it), where it may be kept for a later window (kept_put: not
+ * above a quarter of osc_ucxx_alloc_cache); others have none, so that no
+ * peer keeps one mapped after it is given back (a loop of 100 MiB windows
+ * would have left peers up to 64 of them). */
 static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
                       uint32_t *serial)
 {
@@ -336,7 +339,9 @@ static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
         return OMPI_ERROR;
     }
     *addr = attr.address;
-    *serial = allocate ? ompi_osc_ucxx_add32((int32_t *) &OSC_UCXX.alloc_serial, 1) : 0;
+    *serial = allocate && len <= OSC_UCXX.alloc_cache / 4
+                  ? (uint32_t) ompi_osc_ucxx_add32((int32_t *) &OSC_UCXX.alloc_serial, 1)
+                  : 0;
     return OMPI_SUCCESS;
 }
 
