@@ -5,7 +5,9 @@
  * Lazy per-peer setup: a worker's link to a peer (endpoint, unpacked rkeys)
  * on its first operation there, and the peer's memory and state segment
  * mapped into ours (ucp_rkey_ptr, or the peer's shared user pages) on the
- * first use of the peer.  Both are published with a write barrier before the
+ * first use of the peer.  The rkeys come from the worker, which keeps them
+ * for later windows (ompi_osc_ucxx_rkey_take); the window gives them back
+ * when it goes (links_release).  Both are published with a write barrier before the
  * flag the inline fast paths in osc_ucxx_target.h test, and made under the
  * core's setup_lock, so racing threads make them once.  Also the range
  * check of one access, step 3 of the operation prologue (osc_ucxx_op.h).
@@ -152,9 +154,9 @@ void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module)
     for (int w = 0; NULL != tab && w < tab->cap; ++w) {
         ompi_osc_ucxx_lrow_t *row = tab->rows[w];
         if (NULL == row) continue;
+        ompi_osc_ucxx_worker_t *worker = row->links[row->size].worker;
         for (int i = 0; i < row->size; ++i) {
             ompi_osc_ucxx_link_t *link = &row->links[i];
-            ompi_osc_ucxx_worker_t *worker = row->links[row->size].worker;
             give_rkey(module, worker, i, false, link->data_rkey);
             if (link->state_rkey != link->data_rkey) {
                 give_rkey(module, worker, i, true, link->state_rkey);

@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * The UCP context, the per-thread workers, endpoints, peer addresses and
- * progress.
+ * The UCP context, the per-thread workers, endpoints, peer addresses,
+ * peers' rkeys kept across windows, and progress.
  *
  * Threads: under MPI_THREAD_MULTIPLE each thread that issues RMA gets its own
  * worker on first use (taken from a pool of workers whose threads have exited,
@@ -800,8 +800,11 @@ int ompi_osc_ucxx_main_address(const void **addr, size_t *len)
  * name is reused), and hands them out again: windows take and give
  * them, and up to OSC_UCXX_RKEYS_IDLE that no window uses stay.  An rkey
  * kept for an allocation its owner has since freed keeps that memory
- * alive, never reached again, until it is evicted.  Serials are never
- * reused, so a new allocation is never reached through an old rkey. */
+ * alive, never reached again, until it is evicted; so only allocations
+ * small enough for the owner to keep carry a serial (osc_ucxx_window.c,
+ * map_memory).  Serials count up (a 32-bit count: an old rkey would have
+ * to outlive 2^32 of its owner's allocations), so a new allocation is
+ * never reached through an old rkey. */
 
 #define OSC_UCXX_RKEYS_IDLE 64
 
