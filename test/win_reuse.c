@@ -21,6 +21,9 @@
  *     element ends at pattern + 2, checked after a barrier.
  * Fences synchronize through the peers' state segments where they can: a
  * stale mapping of one hangs (the run's timeout) or leaves wrong values.
+ * "--mt": MPI_THREAD_MULTIPLE, and the locked part of each window runs in a
+ * thread made for it, which takes a worker from the pool the previous
+ * window's thread returned its worker to, with that worker's kept rkeys.
  * The run lines also keep no freed allocations (osc_ucxx_alloc_cache 0), so
  * that every window's memory is new.
  * Last, BIG ("-b N", default 12) MPI_Win_allocate windows of 2 MiB and more,
@@ -30,9 +33,10 @@
  * SYSV and POSIX ones in /proc/self/maps) must not grow with their number,
  * since an rkey kept for an allocation nobody keeps holds it in memory. */
 #include "testutil.h"
+#include <pthread.h>
 #include <stdint.h>
 
-static int me, nprocs, next, prev;
+static int me, nprocs, next, prev, mt;
 
 static int64_t pattern(int rank, int round, MPI_Aint i)
 {
@@ -46,11 +50,28 @@ static MPI_Aint round_elems(int round)
     return sizes[round % (int) (sizeof(sizes) / sizeof(sizes[0]))];
 }
 
+/* An exclusive lock on the next rank: fetch_and_op(+1) on its first element;
+ * then an accumulate of 1 there under lock_all. */
+static void *locked_part(void *arg)
+{
+    tu_win_t *w = arg;
+    int64_t one = 1, old = 0;
+    TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, w->win));
+    TU_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, next, tu_disp(w, next, 0), MPI_SUM,
+                            w->win));
+    TU_MPI(MPI_Win_unlock(next, w->win));
+    TU_MPI(MPI_Win_lock_all(0, w->win));
+    TU_MPI(MPI_Accumulate(&one, 1, MPI_INT64_T, next, tu_disp(w, next, 0), 1, MPI_INT64_T,
+                          MPI_SUM, w->win));
+    TU_MPI(MPI_Win_unlock_all(w->win));
+    return NULL;
+}
+
 static void one_window(int flavor, int round)
 {
     MPI_Aint n = round_elems(round), nnext = round_elems(round);
     tu_win_t w;
-    int64_t *mine, *got, val, one = 1, old = 0;
+    int64_t *mine, *got, val;
 
     tu_win_create(flavor, n * (MPI_Aint) sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
                   MPI_COMM_WORLD, &w);
@@ -81,14 +102,13 @@ static void one_window(int flavor, int round)
                  (long long) -pattern(next, round, 0));
     }
 
-    TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, w.win));
-    TU_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, next, tu_disp(&w, next, 0), MPI_SUM,
-                            w.win));
-    TU_MPI(MPI_Win_unlock(next, w.win));
-    TU_MPI(MPI_Win_lock_all(0, w.win));
-    TU_MPI(MPI_Accumulate(&one, 1, MPI_INT64_T, next, tu_disp(&w, next, 0), 1, MPI_INT64_T,
-                          MPI_SUM, w.win));
-    TU_MPI(MPI_Win_unlock_all(w.win));
+    if (mt) {
+        pthread_t thread;
+        TU_CHECK(0 == pthread_create(&thread, NULL, locked_part, &w), "pthread_create");
+        pthread_join(thread, NULL);
+    } else {
+        locked_part(&w);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     int64_t first = n > 1 || 1 == nprocs ? pattern(me, round, 0) : -pattern(next, round, 0);
     TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w.win));
@@ -141,7 +161,21 @@ static void big_windows(int count)
 
 int main(int argc, char **argv)
 {
-    tu_init_ring(&argc, &argv, &me, &nprocs, &next, &prev);
+    for (int i = 1; i < argc; i++) mt |= 0 == strcmp(argv[i], "--mt");
+    if (mt) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided < MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "--mt: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    next = (me + 1) % nprocs;
+    prev = (me + nprocs - 1) % nprocs;
     int rounds = (int) tu_opt_long(argc, argv, "-r", 150);
     for (int flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_or_all(flavor)) continue;

@@ -194,8 +194,7 @@ ompi_osc_ucxx_direct(ompi_osc_ucxx_module_t *module, int target)
 
 /* The peer's state segment mapped into ours, or NULL. */
 static inline __opal_attribute_always_inline__ ompi_osc_ucxx_state_t *
-ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module,
-                                                                 int target)
+ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     if (OPAL_UNLIKELY(!peer->resolved)) {

@@ -309,11 +309,17 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
 /* ------------------------------------------------------------------------- */
 /* Memory */
 
+/* May a freed window's allocation of `len` bytes be kept for a later
+ * window (kept_put)? */
+static bool keepable(size_t len)
+{
+    return len <= OSC_UCXX.alloc_cache / 4;
+}
+
 /* `serial`: a new allocation's number (osc_ucxx_worker.c: peers keep their
- * rkeys by it), where it may be kept for a later window (kept_put: not
- * above a quarter of osc_ucxx_alloc_cache); others have none, so that no
- * peer keeps one mapped after it is given back (a loop of 100 MiB windows
- * would have left peers up to 64 of them). */
+ * rkeys by it), where it is keepable; others have none, so that no peer
+ * keeps one mapped after it is given back (a loop of 100 MiB windows would
+ * have left peers up to 64 of them). */
 static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
                       uint32_t *serial)
 {
@@ -339,7 +345,7 @@ static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
         return OMPI_ERROR;
     }
     *addr = attr.address;
-    *serial = allocate && len <= OSC_UCXX.alloc_cache / 4
+    *serial = allocate && keepable(len)
                   ? (uint32_t) ompi_osc_ucxx_add32((int32_t *) &OSC_UCXX.alloc_serial, 1)
                   : 0;
     return OMPI_SUCCESS;
@@ -388,7 +394,7 @@ static void kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
     size_t total = len;
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
     for (int i = 0; i < OSC_UCXX.num_kept; ++i) total += OSC_UCXX.kept[i].len;
-    if (OSC_UCXX.num_kept < OSC_UCXX_KEPT_MAX && len <= OSC_UCXX.alloc_cache / 4 &&
+    if (OSC_UCXX.num_kept < OSC_UCXX_KEPT_MAX && keepable(len) &&
         total <= OSC_UCXX.alloc_cache) {
         OSC_UCXX.kept[OSC_UCXX.num_kept].memh = memh;
         OSC_UCXX.kept[OSC_UCXX.num_kept].serial = serial;

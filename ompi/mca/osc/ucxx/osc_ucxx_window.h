@@ -39,10 +39,10 @@ struct ompi_osc_ucxx_module_t {
     ucp_mem_h data_memh;
     ucp_mem_h state_memh;           /* (not where the state heads data_memh) */
     size_t state_len;               /* bytes of state_memh */
-    uint32_t data_serial, state_serial;  /* the allocations' serials (0: user memory;
-                                          * ompi_osc_ucxx_rkey_take) */
     size_t data_len;                /* MPI_Win_allocate: bytes of data_memh (state
                                      * pages + window), kept for reuse at free */
+    uint32_t data_serial, state_serial;  /* the allocations' serials (0: user memory
+                                          * or not keepable; ompi_osc_ucxx_rkey_take) */
     ompi_osc_ucxx_state_t *state;   /* our state segment (osc_ucxx_state.c) */
     size_t state_size;
     ompi_osc_ucxx_share_t share;    /* MPI_Win_create memory shared on the node */

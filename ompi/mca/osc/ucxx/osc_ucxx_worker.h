@@ -56,6 +56,7 @@ ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
 int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                                 ucp_ep_h *ep);
 bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc);
+int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len);
 /* The main worker's address, packed on the first call, kept to finalize. */
 int ompi_osc_ucxx_main_address(const void **addr, size_t *len);
 
@@ -69,7 +70,6 @@ int ompi_osc_ucxx_rkey_take(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc, u
                             uint32_t serial, const void *packed, ucp_rkey_h *rkey);
 void ompi_osc_ucxx_rkey_give(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                              uint32_t serial, ucp_rkey_h rkey);
-int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len);
 
 /* Progress: our main worker (peers' emulated operations and messages), the
  * calling thread's worker, workers with requests in flight, and the
