@@ -107,6 +107,17 @@ static inline int ompi_osc_ucxx_info_nthkey(opal_info_t *info, int n, char *buf,
 #endif
 }
 
+/* Do communicators the program left outlive the osc components' finalize
+ * (ompi_comm_finalize after ompi_osc_base_finalize: 4.1; before it: 5.0)? */
+static inline bool ompi_osc_ucxx_comms_outlive_osc(void)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    return false;
+#else
+    return true;
+#endif
+}
+
 /* Whether COMM's local id is the same on every process of it.  In 5.0 it is
  * not for communicators made without a parent (MPI_Comm_create_from_group,
  * the sessions model) nor for their duplicates; osc/ucxx names windows on the

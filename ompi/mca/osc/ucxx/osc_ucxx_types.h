@@ -99,6 +99,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
+    bool keep_comm;           /* freed windows' communicators kept (osc_ucxx_wcomm.c) */
     int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */
     bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
     /* Accumulates (osc_ucxx_accumulate.c, osc_ucxx_acc_am.c) */

@@ -601,7 +601,7 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     if (NULL != module->state_memh) {
         kept_put(module->state_memh, module->state_len, module->state_serial);
     }
-    if (NULL != module->comm) ompi_comm_free(&module->comm);
+    ompi_osc_ucxx_wcomm_put(module);
     if (NULL != module->access) OBJ_RELEASE(module->access);
     free(module->peers);
     free(module->blobs);
@@ -795,7 +795,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->crowded = ompi_osc_ucxx_crowded();
     read_am_keys(module, info);
 
-    rc = ompi_comm_dup(comm, &module->comm);
+    rc = ompi_osc_ucxx_wcomm_get(module, comm);
     if (OMPI_SUCCESS != rc) {
         goto fail;
     }
@@ -909,8 +909,7 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win)
         return rc;
     }
     if (view->original) {
-        rc = module->comm->c_coll->coll_barrier(module->comm,
-                                                module->comm->c_coll->coll_barrier_module);
+        rc = ompi_osc_ucxx_wcomm_close(module);  /* (the closing barrier) */
         module->original_freed = true;
     }
     bool collective = view->original;

@@ -26,7 +26,9 @@ struct ompi_osc_ucxx_module_t {
     volatile int32_t refcount;      /* views on this core */
     bool original_freed;            /* the collective handle is gone */
     ompi_osc_ucxx_module_t *next_zombie;
-    ompi_communicator_t *comm;
+    ompi_communicator_t *comm;      /* ours (osc_ucxx_wcomm.c) */
+    struct ompi_osc_ucxx_wcomm_t *wcomm;  /* the application communicator's entry */
+    bool keep_comm;                 /* every process leaves `comm` to the next window */
     uint32_t cid;
     int rank;
     int size;
@@ -177,6 +179,13 @@ void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective)
 void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
 bool ompi_osc_ucxx_all_on_node(ompi_osc_ucxx_module_t *module);
+/* The window's communicator, kept for the next window over the same
+ * application communicator (osc_ucxx_wcomm.c): get at creation, close as
+ * the closing barrier of the collective free, put when the core goes. */
+int ompi_osc_ucxx_wcomm_get(ompi_osc_ucxx_module_t *module, ompi_communicator_t *comm);
+int ompi_osc_ucxx_wcomm_close(ompi_osc_ucxx_module_t *module);
+void ompi_osc_ucxx_wcomm_put(ompi_osc_ucxx_module_t *module);
+void ompi_osc_ucxx_wcomm_fini(void);
 /* Finalize: the freed window allocations kept for reuse go back to UCX. */
 void ompi_osc_ucxx_kept_release(void);
 /* The core a window communicator's context id names (component.c), for
