@@ -111,7 +111,7 @@ static void run_threads(void *(*fn)(void *))
 
 int main(int argc, char **argv)
 {
-    int provided = MPI_THREAD_SINGLE, total;
+    int total;
     size_t bytes;
     slot_t *region = NULL;
 
@@ -122,15 +122,8 @@ int main(int argc, char **argv)
         setenv("OMPI_MCA_osc_ucxx_share_user_memory", "0", 1);
     }
     if (nt < 1 || nt > MAXT) nt = 3;
-    if (nt > 1) {
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-        if (provided < MPI_THREAD_MULTIPLE) {
-            fprintf(stderr, "dyn_hot: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-    } else {
-        MPI_Init(&argc, &argv);
-    }
+    tu_mt = nt > 1;   /* (threads need MPI_THREAD_MULTIPLE; tu_init fails without it) */
+    tu_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     next = (rank + 1) % nprocs;

@@ -166,19 +166,8 @@ int main(int argc, char **argv)
     int frounds = (int) tu_opt_long(argc, argv, "-f", 6);
     int tag = 1;
 
-    for (int i = 1; i < argc; ++i) {
-        if (0 == strcmp(argv[i], "--mt")) mt = 1;
-    }
-    if (mt) {
-        int provided;
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-        if (provided < MPI_THREAD_MULTIPLE) {
-            fprintf(stderr, "--mt: MPI_THREAD_MULTIPLE not provided\n");
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-    } else {
-        MPI_Init(&argc, &argv);
-    }
+    mt = tu_mt = tu_opt_flag(argc, argv, "--mt");
+    tu_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     tu_watchdog("win_comm", 150);

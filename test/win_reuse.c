@@ -161,17 +161,8 @@ static void big_windows(int count)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) mt |= 0 == strcmp(argv[i], "--mt");
-    if (mt) {
-        int provided;
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-        if (provided < MPI_THREAD_MULTIPLE) {
-            fprintf(stderr, "--mt: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-    } else {
-        MPI_Init(&argc, &argv);
-    }
+    mt = tu_mt = tu_opt_flag(argc, argv, "--mt");
+    tu_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     next = (me + 1) % nprocs;
