@@ -237,6 +237,19 @@ int main(int argc, char **argv)
         TU_MPI(MPI_Win_flush(prev, w));
         TU_MPI(MPI_Get(&r, 1, MPI_INT64_T, prev, NM - 3, 1, MPI_INT64_T, w));
         TU_MPI(MPI_Win_flush(prev, w));
+        /* the same probes right after accesses inside the window (where the
+         * bytes are mapped, their region is now cached for the fast path):
+         * still refused, and nothing written (the creator checks) */
+        int64_t v2 = 424242, r2[2] = {0, 0};
+        EXPECT_CLASS(MPI_Put(&v2, 1, MPI_INT64_T, prev, NM - 2, 1, MPI_INT64_T, w), MPI_ERR_RMA_RANGE,
+                     "put just past the window size, after accesses inside it");
+        EXPECT_CLASS(MPI_Accumulate(&v2, 1, MPI_INT64_T, prev, NM - 2, 1, MPI_INT64_T, MPI_SUM, w),
+                     MPI_ERR_RMA_RANGE, "accumulate just past the window size, after accesses inside it");
+        EXPECT_CLASS(MPI_Get(r2, 2, MPI_INT64_T, prev, NM - 3, 2, MPI_INT64_T, w), MPI_ERR_RMA_RANGE,
+                     "get straddling the window's end, after accesses inside it");
+        EXPECT_CLASS(MPI_Put(&v2, 1, MPI_INT64_T, prev, (MPI_Aint) 1 << 61, 1, MPI_INT64_T, w),
+                     MPI_ERR_RMA_RANGE, "put at a wrapping displacement, after accesses inside it");
+        TU_MPI(MPI_Win_flush(prev, w));
         TU_CHECK(MPI_SUCCESS == MPI_Win_unlock(prev, parent), "unlock after range errors failed");
         TU_CHECK(r == v, "last element of the window: read %lld, expected %lld", (long long) r, (long long) v);
 
