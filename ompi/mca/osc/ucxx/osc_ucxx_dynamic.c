@@ -497,6 +497,9 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
         cache_clear(cache, 0);
         cache->gen_word = ompi_osc_ucxx_state_gen_word(module, target);
         path->link->dyn = cache;
+        if (worker == OSC_UCXX.only_worker && !ompi_osc_ucxx_dyn_serial(module)) {
+            module->peers[target].dyn_only = cache;
+        }
     }
     rc = ompi_osc_ucxx_state_gen_read(module, target, &gen);
     if (OMPI_SUCCESS != rc) return rc;

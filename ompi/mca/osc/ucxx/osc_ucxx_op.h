@@ -127,13 +127,27 @@ static inline int ompi_osc_ucxx_op_resolve(ompi_osc_ucxx_target_t *t, bool whole
  * has detached nothing since.  A thread without a worker, a link or that
  * region yet takes the general path, which makes them (and fills the
  * cache); so does every thread where threads share links (the cache is
- * read under a lock there: ompi_osc_ucxx_dyn_serial). */
-static inline char *ompi_osc_ucxx_mapped_region(ompi_osc_ucxx_module_t *module, int target,
-                                                uint64_t lo, size_t size, bool whole)
+ * read under a lock there: ompi_osc_ucxx_dyn_serial).  Where one worker
+ * does everything, the peer points at its cache (dyn_only), which saves
+ * the four dependent loads to the link: 8 B puts, 64 between flushes, 11.2
+ * ns a put against 10.2 on an allocated window, now 10.2.  (Inlined by
+ * force: with the memory-handle caller GCC made it a call, another ns.) */
+static inline __opal_attribute_always_inline__ char *
+ompi_osc_ucxx_mapped_region(ompi_osc_ucxx_module_t *module, int target, uint64_t lo, size_t size,
+                            bool whole)
 {
-    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_held();
+    const ompi_osc_ucxx_dyncache_t *only = module->peers[target].dyn_only;
+    ompi_osc_ucxx_worker_t *worker;
     ompi_osc_ucxx_link_t *link;
 
+    if (OPAL_LIKELY(NULL != only)) {  /* (the one worker's cache: no link lookup) */
+        if (lo + size < lo || !ompi_osc_ucxx_dyn_hot(only, lo, lo + size) ||
+            (whole && only->hot_partial)) {
+            return NULL;
+        }
+        return (char *) (uintptr_t) (lo + only->hot_delta);
+    }
+    worker = ompi_osc_ucxx_worker_held();
     if (NULL == worker || lo + size < lo || ompi_osc_ucxx_dyn_serial(module) ||
         NULL == (link = ompi_osc_ucxx_link_made(module, worker, target)) ||
         !ompi_osc_ucxx_dyn_hot(link->dyn, lo, lo + size) || (whole && link->dyn->hot_partial)) {
@@ -147,8 +161,9 @@ static inline char *ompi_osc_ucxx_mapped_region(ompi_osc_ucxx_module_t *module, 
  * ompi_osc_ucxx_memhandle_range checks; then the bytes are dynamic memory
  * like any other.  (Through the general path an 8 B put + flush took 69 ns
  * against 49 on a dynamic window, OSU put_lat pattern; now 50.) */
-static inline char *ompi_osc_ucxx_mapped_memhandle(ompi_osc_ucxx_view_t *view, int target,
-                                                   ptrdiff_t disp, size_t size, bool whole)
+static inline __opal_attribute_always_inline__ char *
+ompi_osc_ucxx_mapped_memhandle(ompi_osc_ucxx_view_t *view, int target, ptrdiff_t disp, size_t size,
+                               bool whole)
 {
     uint64_t offset;
 

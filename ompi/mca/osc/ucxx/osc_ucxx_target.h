@@ -35,20 +35,26 @@ struct ompi_osc_ucxx_peer_t {
     uint32_t blob;           /* offset of this peer's packed rkeys in module->blobs */
     uint32_t data_rkey_len;
     uint32_t state_rkey_len;
-    bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
     uint32_t am_sysbuf;      /* staging bytes it keeps for each origin's active messages */
     uint32_t acc_shift;      /* log2 of its accumulate stripe block (osc_ucxx_state.c) */
     uint32_t data_serial, state_serial;  /* its allocations' numbers (rkey_take) */
+    bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
     /* Direct mappings, resolved on first use of the peer; NULL where UCX
      * cannot map (user memory, no shared-memory transport).  direct_data
      * covers [direct_lo, direct_hi) (everything unless shared). */
     volatile bool resolved;
+    /* Epoch state for this target (osc_ucxx_epoch.c), in the line of what
+     * every operation reads with it */
+    volatile int32_t access;       /* OSC_UCXX_TGT_* */
     uint64_t direct_lo, direct_hi;
     char *direct_data;
+    /* Dynamic windows where one worker does everything and threads do not
+     * share links (ompi_osc_ucxx_dyn_serial false): that worker's region
+     * cache for the peer (its link's, which lives as long as the window),
+     * so the mapped path reaches it from the peer in one load. */
+    ompi_osc_ucxx_dyncache_t *dyn_only;
     ompi_osc_ucxx_state_t *direct_state;
     ucp_rkey_h direct_rkeys[2];
-    /* Epoch state for this target (osc_ucxx_epoch.c) */
-    volatile int32_t access;       /* OSC_UCXX_TGT_* */
     volatile uint64_t fence_seen;  /* the peer has called this many fences */
     uint64_t posts_taken;          /* PSCW: its slot posts we have consumed */
 };
