@@ -19,7 +19,12 @@
  * operation on a dynamic window runs under the window's dyn_serial_lock
  * (ompi_osc_ucxx_dyn_serial), since one thread's lookup may grow, refill or
  * drop the cache another's path came from (seen: puts through a torn hot
- * range to wild addresses, rkeys destroyed twice).
+ * range to wild addresses, rkeys destroyed twice).  Where one worker does
+ * everything, the window's entry for the target also points at that
+ * worker's cache (peer->dyn_only), so the mapped path finds it without the
+ * link table; the cache lives, like its link, until the window goes.
+ * Memory-handle windows (MPIX_Win_from_memhandle) are views on a dynamic
+ * window: their accesses, after their own range check, are dynamic ones.
  *
  * Regions attached back to back (or overlapping) are one piece of target
  * memory to MPI: an access may start in one and end in another.  Each keeps

@@ -39,13 +39,13 @@ struct ompi_osc_ucxx_peer_t {
     uint32_t acc_shift;      /* log2 of its accumulate stripe block (osc_ucxx_state.c) */
     uint32_t data_serial, state_serial;  /* its allocations' numbers (rkey_take) */
     bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
-    /* Direct mappings, resolved on first use of the peer; NULL where UCX
-     * cannot map (user memory, no shared-memory transport).  direct_data
-     * covers [direct_lo, direct_hi) (everything unless shared). */
-    volatile bool resolved;
+    volatile bool resolved;  /* the direct mappings below are made (first use of the peer) */
     /* Epoch state for this target (osc_ucxx_epoch.c), in the line of what
      * every operation reads with it */
     volatile int32_t access;       /* OSC_UCXX_TGT_* */
+    /* Direct mappings; NULL where UCX cannot map (user memory, no
+     * shared-memory transport).  direct_data covers [direct_lo, direct_hi)
+     * (everything unless shared). */
     uint64_t direct_lo, direct_hi;
     char *direct_data;
     /* Dynamic windows where one worker does everything and threads do not
