@@ -130,8 +130,9 @@ static inline int ompi_osc_ucxx_op_resolve(ompi_osc_ucxx_target_t *t, bool whole
  * read under a lock there: ompi_osc_ucxx_dyn_serial).  Where one worker
  * does everything, the peer points at its cache (dyn_only), which saves
  * the four dependent loads to the link: 8 B puts, 64 between flushes, 11.2
- * ns a put against 10.2 on an allocated window, now 10.2.  (Inlined by
- * force: with the memory-handle caller GCC made it a call, another ns.) */
+ * ns a put against 10.2 on an allocated window, now 10.2 against 10.0.
+ * (Inlined by force: with the memory-handle caller GCC made it a call,
+ * another ns.) */
 static inline __opal_attribute_always_inline__ char *
 ompi_osc_ucxx_mapped_region(ompi_osc_ucxx_module_t *module, int target, uint64_t lo, size_t size,
                             bool whole)
