@@ -291,6 +291,16 @@ static int component_register(void)
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.share_max);
 
+    OSC_UCXX.share_pmq = true;
+    param("share_procmap_query",
+          "Find the mappings of memory osc_ucxx_share_user_memory may move with the kernel's "
+          "PROCMAP_QUERY ioctl (Linux 6.11 and later) instead of reading /proc/self/maps, "
+          "whose text grows with every mapping (moved windows, peers' objects): with 100 "
+          "create windows alive a creation spent ~300 us reading it. 0: read the text, as on "
+          "kernels without the ioctl",
+          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.share_pmq);
+
     OSC_UCXX.alloc_cache = 4UL << 20;
     param("alloc_cache",
           "Bytes of what freed windows allocated (MPI_Win_allocate memory with its state "

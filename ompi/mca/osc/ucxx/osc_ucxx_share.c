@@ -21,8 +21,9 @@
  * done, only the whole pages inside are moved and the edges stay private.
  * Where writes are held for whole pages too, none made during the move is
  * lost; otherwise writes by another thread to the pages during the call are.
- * Pages moved once are recognised (by their mapping in /proc/self/map_files
- * or /proc/self/maps) and shared again without a copy.  An object no window
+ * Pages moved once are recognised (by their mapping in /proc/self/map_files,
+ * or as the kernel lists the process's mappings: below) and shared again
+ * without a copy.  An object no window
  * or attachment uses any more may be moved again, with its neighbours, when
  * a later one covers it and private memory together (the OSU pattern: a
  * window per size over whatever malloc returns).  A fork()ed child gets
@@ -43,6 +44,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -107,21 +109,121 @@ static int own_by_path(const char *path)
     return -1;
 }
 
+/* ------------------------------------------------------------------------- */
+/* The process's mappings, walked upwards from an address.
+ *
+ * The kernel's PROCMAP_QUERY ioctl on /proc/self/maps (Linux 6.11 and
+ * later) answers "the mapping at or above this address" in one system call.
+ * Reading the text instead costs every line below the address: the kernel
+ * prints each mapping and we parse it, and every window whose pages were
+ * moved splits the heap, where the next window's memory is, into more of
+ * them (peers' objects and state segments add more).  bench/win_cost, 100
+ * create windows alive, 2 ranks: a creation spent ~300 us of its ~390 in
+ * that text.  Kernels without the ioctl (Debian 12's 6.1), and
+ * osc_ucxx_share_procmap_query=0, read the text. */
+
+/* struct procmap_query of <linux/fs.h>, named ours: older headers lack it,
+ * newer ones would clash with a copy under its own name */
+typedef struct {
+    uint64_t size, query_flags, query_addr;                  /* in (size: ours) */
+    uint64_t vma_start, vma_end, vma_flags, vma_page_size;   /* out */
+    uint64_t vma_offset, inode;
+    uint32_t dev_major, dev_minor;
+    uint32_t vma_name_size, build_id_size;                   /* in: room; out: used */
+    uint64_t vma_name_addr, build_id_addr;
+} pmq_t;
+#define PMQ_IOCTL _IOWR('f', 17, pmq_t)
+#define PMQ_READ 0x01
+#define PMQ_WRITE 0x02
+#define PMQ_EXEC 0x04
+#define PMQ_SHARED 0x08
+#define PMQ_COVERING_OR_NEXT 0x10
+
+static int maps_fd = -1;         /* /proc/self/maps for the ioctl (closed by fork_child) */
+static bool pmq_missing;         /* the kernel said it has no PROCMAP_QUERY */
+
+typedef struct {
+    FILE *text;                  /* NULL: by ioctl on maps_fd */
+} vma_walk_t;
+
+static bool vma_walk_open(vma_walk_t *w)
+{
+    w->text = NULL;
+    if (OSC_UCXX.share_pmq && !pmq_missing) {
+        if (maps_fd < 0) maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+        if (maps_fd >= 0) return true;
+    }
+    w->text = fopen("/proc/self/maps", "r");
+    return NULL != w->text;
+}
+
+static void vma_walk_close(vma_walk_t *w)
+{
+    if (NULL != w->text) fclose(w->text);
+}
+
+/* By ioctl: 1 found, 0 none at or above `from`, -1 no such ioctl here. */
+static int vma_query(uint64_t from, vma_t *vma)
+{
+    pmq_t q;
+
+    memset(&q, 0, sizeof(q));
+    q.size = sizeof(q);
+    q.query_flags = PMQ_COVERING_OR_NEXT;
+    q.query_addr = from;
+    q.vma_name_addr = (uint64_t) (uintptr_t) vma->path;
+    q.vma_name_size = sizeof(vma->path);
+    if (0 != ioctl(maps_fd, PMQ_IOCTL, &q)) {
+        if (ENAMETOOLONG != errno) return ENOENT == errno ? 0 : -1;
+        /* a path longer than ours (no object of ours, nor the heap): its
+         * bounds alone, and a name that matches nothing */
+        q.vma_name_addr = 0;
+        q.vma_name_size = 0;
+        if (0 != ioctl(maps_fd, PMQ_IOCTL, &q)) return ENOENT == errno ? 0 : -1;
+        snprintf(vma->path, sizeof(vma->path), "?");
+    } else if (0 == q.vma_name_size) {
+        vma->path[0] = '\0';  /* anonymous */
+    }
+    vma->start = q.vma_start;
+    vma->end = q.vma_end;
+    vma->offset = q.vma_offset;
+    snprintf(vma->perms, sizeof(vma->perms), "%c%c%c%c", (q.vma_flags & PMQ_READ) ? 'r' : '-',
+             (q.vma_flags & PMQ_WRITE) ? 'w' : '-', (q.vma_flags & PMQ_EXEC) ? 'x' : '-',
+             (q.vma_flags & PMQ_SHARED) ? 's' : 'p');
+    return 1;
+}
+
+/* The first mapping that ends above `from` (as /proc/self/maps prints it);
+ * false: none, or the text could not be read. */
+static bool vma_next(vma_walk_t *w, uint64_t from, vma_t *vma)
+{
+    char line[512];
+
+    if (NULL == w->text) {
+        int rc = vma_query(from, vma);
+        if (rc >= 0) return 1 == rc;
+        pmq_missing = true;  /* (ENOTTY: before Linux 6.11) */
+        if (!vma_walk_open(w)) return false;
+    }
+    while (NULL != fgets(line, sizeof(line), w->text)) {
+        if (vma_parse(line, vma) && vma->end > from) return true;
+    }
+    return false;
+}
+
 /* How [lo, hi) is mapped: 1 = one mapping of one of our objects (filled in
  * `ours`), 2 = private anonymous read-write memory, or objects of ours no
  * window uses any more (left by earlier windows over nearby memory: moving
  * them again is safe), 0 = anything else. */
 static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
 {
-    FILE *maps = fopen("/proc/self/maps", "r");
-    char line[512];
+    vma_walk_t walk;
     uint64_t covered = lo;
     int kind = -1;
     vma_t vma;
 
-    if (NULL == maps) return 0;
-    while (kind != 0 && covered < hi && NULL != fgets(line, sizeof(line), maps)) {
-        if (!vma_parse(line, &vma) || vma.end <= covered) continue;
+    if (!vma_walk_open(&walk)) return 0;
+    while (kind != 0 && covered < hi && vma_next(&walk, covered, &vma)) {
         if (vma.start > covered) {
             kind = 0;  /* a hole */
         } else if (0 == strncmp(vma.path, SHM_PREFIX "/osc_ucxx.", 18) &&
@@ -141,7 +243,7 @@ static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
         }
         covered = vma.end;
     }
-    fclose(maps);
+    vma_walk_close(&walk);
     return (covered >= hi && kind > 0) ? kind : 0;
 }
 
@@ -357,6 +459,11 @@ static void fork_child(void)
         syscall(SYS_close, map_files_fd);  /* the parent's mappings */
         map_files_fd = -1;
     }
+    if (maps_fd >= 0) {
+        syscall(SYS_close, maps_fd);       /* ... and the parent's list of them */
+        maps_fd = -1;
+    }
+    ompi_osc_ucxx_wp_fork_child();
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
@@ -557,6 +664,11 @@ void ompi_osc_ucxx_share_fini(void)
         close(map_files_fd);
         map_files_fd = -1;
     }
+    if (maps_fd >= 0) {
+        close(maps_fd);
+        maps_fd = -1;
+    }
+    ompi_osc_ucxx_wp_fini();
     if ('\0' != own_dir[0]) {
         char path[sizeof(SHM_PREFIX) + sizeof(own_dir)];
         snprintf(path, sizeof(path), SHM_PREFIX "%s", own_dir);

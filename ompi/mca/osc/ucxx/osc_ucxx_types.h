@@ -98,6 +98,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool early_start;         /* bring UCX up during MPI_Init (osc_ucxx_worker.c) */
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
+    bool share_pmq;           /* ... finding mappings by PROCMAP_QUERY (osc_ucxx_share.c) */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
     bool keep_comm;           /* freed windows' communicators kept (osc_ucxx_wcomm.c) */
     int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */

@@ -13,11 +13,18 @@
  *
  * userfaultfd's write protection closes that gap without signals: with the
  * range registered (UFFDIO_REGISTER_MODE_WP) and write-protected, a thread
- * that writes to it sleeps in its page fault.  We copy, replace the mapping,
- * and close the userfaultfd: that wakes the sleepers, their faults are
- * retried and find the shared pages, with our copy of everything written
- * before.  Reads are never held.  Nobody reads the userfaultfd: no handler
- * thread, the close is the answer to every fault.
+ * that writes to it sleeps in its page fault.  We copy, replace the mapping
+ * (the new one is not registered), and wake the range (UFFDIO_WAKE): the
+ * sleepers' faults are retried and find the shared pages, with our copy of
+ * everything written before.  Reads are never held.  Nobody reads the
+ * userfaultfd: no handler thread, the wake is the answer to every fault.
+ * Where the move failed the range is unprotected and unregistered first.
+ *
+ * One userfaultfd serves every move (moves are serialized by
+ * OSC_UCXX.lock), and nothing stays registered between moves.  One per move
+ * cost its close, which walks every mapping of the process to unregister
+ * it: with 100 create windows alive, ~40 us of a window creation.  A
+ * fork()ed child drops its copy of the descriptor (wp_fork_child).
  *
  * What it needs: Linux >= 5.7 (write protection of anonymous memory) and a
  * userfaultfd that may hold faults taken in the kernel too (a read() into
@@ -64,6 +71,7 @@
 
 static int usable = -1;     /* probed: 1 yes, 0 no */
 static bool unpopulated;    /* the kernel protects untouched pages too */
+static int uffd = -1;       /* the userfaultfd of every move, once made */
 
 static int uffd_open(void)
 {
@@ -110,34 +118,55 @@ static int protect(int fd, uint64_t lo, uint64_t len, bool on)
     return ioctl(fd, UFFDIO_WRITEPROTECT, &wp);
 }
 
+/* Nothing of [lo, lo + len) registered or held any more: unprotected and
+ * unregistered where still ours (elsewhere these find nothing), then every
+ * writer held in it woken, to retry its fault. */
+static void release(int fd, uint64_t lo, uint64_t len)
+{
+    struct uffdio_range range = {.start = lo, .len = len};
+
+    (void) protect(fd, lo, len, false);
+    (void) ioctl(fd, UFFDIO_UNREGISTER, &range);
+    (void) ioctl(fd, UFFDIO_WAKE, &range);
+}
+
 int ompi_osc_ucxx_wp_begin(uint64_t lo, uint64_t len)
 {
     struct uffdio_register reg = {.range = {.start = lo, .len = len},
                                   .mode = UFFDIO_REGISTER_MODE_WP};
     uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
-    int fd = uffd_new();
 
-    if (fd < 0) return -1;
+    if (uffd < 0 && (uffd = uffd_new()) < 0) return -1;
     if (!unpopulated) {
         for (uint64_t p = lo; p < lo + len; p += page) {
             (void) *(volatile char *) (uintptr_t) p;
         }
     }
-    if (0 != ioctl(fd, UFFDIO_REGISTER, &reg) ||
-        !(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT)) || 0 != protect(fd, lo, len, true)) {
-        close(fd);  /* unregisters; nothing was held yet */
+    if (0 != ioctl(uffd, UFFDIO_REGISTER, &reg)) return -1;
+    if (!(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT)) || 0 != protect(uffd, lo, len, true)) {
+        release(uffd, lo, len);  /* nothing was held yet */
         return -1;
     }
-    return fd;
+    return uffd;
 }
 
 void ompi_osc_ucxx_wp_end(int handle, uint64_t lo, uint64_t len)
 {
-    if (handle < 0) return;
-    /* Where the pages were not replaced (the move failed) they are still
-     * ours: unprotect them first (elsewhere this finds nothing). */
-    (void) protect(handle, lo, len, false);
-    close(handle);  /* wakes every held writer; their faults are retried */
+    if (handle >= 0) release(handle, lo, len);
+}
+
+/* A fork()ed child: the descriptor is the parent's (its registrations
+ * were not inherited); a raw close, as the rest of the child's cleanup. */
+void ompi_osc_ucxx_wp_fork_child(void)
+{
+    if (uffd >= 0) syscall(SYS_close, uffd);
+    uffd = -1;
+}
+
+void ompi_osc_ucxx_wp_fini(void)
+{
+    if (uffd >= 0) close(uffd);
+    uffd = -1;
 }
 
 /* Hold off writes to a page of our own and release them: the kernel, the
@@ -177,6 +206,14 @@ void ompi_osc_ucxx_wp_end(int handle, uint64_t lo, uint64_t len)
     (void) handle;
     (void) lo;
     (void) len;
+}
+
+void ompi_osc_ucxx_wp_fork_child(void)
+{
+}
+
+void ompi_osc_ucxx_wp_fini(void)
+{
 }
 
 #endif

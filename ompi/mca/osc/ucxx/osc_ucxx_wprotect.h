@@ -24,6 +24,11 @@ bool ompi_osc_ucxx_wp_usable(void);
 int ompi_osc_ucxx_wp_begin(uint64_t lo, uint64_t len);
 void ompi_osc_ucxx_wp_end(int handle, uint64_t lo, uint64_t len);
 
+/* The userfaultfd all moves share: dropped by a fork()ed child (raw
+ * system calls only), closed at finalize. */
+void ompi_osc_ucxx_wp_fork_child(void);
+void ompi_osc_ucxx_wp_fini(void);
+
 END_C_DECLS
 
 #endif /* OMPI_OSC_UCXX_WPROTECT_H */
