@@ -109,6 +109,27 @@ static int own_by_path(const char *path)
     return -1;
 }
 
+/* A descriptor of a /proc/self file, opened once (under OSC_UCXX.lock);
+ * proc_fd_drop closes it, with a raw system call in a fork()ed child,
+ * where it names the parent's mappings. */
+static bool proc_fd(int *fd, const char *path, int flags)
+{
+    if (*fd < 0) *fd = open(path, flags | O_CLOEXEC);
+    return *fd >= 0;
+}
+
+static void proc_fd_drop(int *fd, bool raw)
+{
+    if (*fd >= 0) {
+        if (raw) {
+            syscall(SYS_close, *fd);
+        } else {
+            close(*fd);
+        }
+    }
+    *fd = -1;
+}
+
 /* ------------------------------------------------------------------------- */
 /* The process's mappings, walked upwards from an address.
  *
@@ -139,7 +160,7 @@ typedef struct {
 #define PMQ_SHARED 0x08
 #define PMQ_COVERING_OR_NEXT 0x10
 
-static int maps_fd = -1;         /* /proc/self/maps for the ioctl (closed by fork_child) */
+static int maps_fd = -1;         /* /proc/self/maps for the ioctl (proc_fd) */
 static bool pmq_missing;         /* the kernel said it has no PROCMAP_QUERY */
 
 typedef struct {
@@ -150,8 +171,7 @@ static bool vma_walk_open(vma_walk_t *w)
 {
     w->text = NULL;
     if (OSC_UCXX.share_pmq && !pmq_missing) {
-        if (maps_fd < 0) maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-        if (maps_fd >= 0) return true;
+        if (proc_fd(&maps_fd, "/proc/self/maps", O_RDONLY)) return true;
     }
     w->text = fopen("/proc/self/maps", "r");
     return NULL != w->text;
@@ -162,7 +182,9 @@ static void vma_walk_close(vma_walk_t *w)
     if (NULL != w->text) fclose(w->text);
 }
 
-/* By ioctl: 1 found, 0 none at or above `from`, -1 no such ioctl here. */
+/* By ioctl: 1 found; 0 none at or above `from`, or one whose path is
+ * longer than ours (so neither an object of ours nor the heap: the range
+ * is not movable, as if it ended there); -1 no such ioctl here. */
 static int vma_query(uint64_t from, vma_t *vma)
 {
     pmq_t q;
@@ -174,14 +196,9 @@ static int vma_query(uint64_t from, vma_t *vma)
     q.vma_name_addr = (uint64_t) (uintptr_t) vma->path;
     q.vma_name_size = sizeof(vma->path);
     if (0 != ioctl(maps_fd, PMQ_IOCTL, &q)) {
-        if (ENAMETOOLONG != errno) return ENOENT == errno ? 0 : -1;
-        /* a path longer than ours (no object of ours, nor the heap): its
-         * bounds alone, and a name that matches nothing */
-        q.vma_name_addr = 0;
-        q.vma_name_size = 0;
-        if (0 != ioctl(maps_fd, PMQ_IOCTL, &q)) return ENOENT == errno ? 0 : -1;
-        snprintf(vma->path, sizeof(vma->path), "?");
-    } else if (0 == q.vma_name_size) {
+        return (ENOENT == errno || ENAMETOOLONG == errno) ? 0 : -1;
+    }
+    if (0 == q.vma_name_size) {
         vma->path[0] = '\0';  /* anonymous */
     }
     vma->start = q.vma_start;
@@ -289,10 +306,7 @@ static bool own_mapped(int i, char *path, size_t size)
     char name[40];
     ssize_t n;
 
-    if (map_files_fd < 0) {
-        map_files_fd = open("/proc/self/map_files", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (map_files_fd < 0) return false;
-    }
+    if (!proc_fd(&map_files_fd, "/proc/self/map_files", O_RDONLY | O_DIRECTORY)) return false;
     snprintf(name, sizeof(name), "%" PRIx64 "-%" PRIx64, own[i].lo, own[i].hi);
     n = readlinkat(map_files_fd, name, path, size - 1);
     if (n <= 0) return false;
@@ -455,14 +469,8 @@ static void fork_child(void)
         } while (n == 32 && ++passes < 1000);
     }
     own_count = 0;  /* the objects are the parent's to remove */
-    if (map_files_fd >= 0) {
-        syscall(SYS_close, map_files_fd);  /* the parent's mappings */
-        map_files_fd = -1;
-    }
-    if (maps_fd >= 0) {
-        syscall(SYS_close, maps_fd);       /* ... and the parent's list of them */
-        maps_fd = -1;
-    }
+    proc_fd_drop(&map_files_fd, true);  /* the parent's mappings */
+    proc_fd_drop(&maps_fd, true);
     ompi_osc_ucxx_wp_fork_child();
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
@@ -660,14 +668,8 @@ void ompi_osc_ucxx_share_fini(void)
     }
     free(own);
     own = NULL;
-    if (map_files_fd >= 0) {
-        close(map_files_fd);
-        map_files_fd = -1;
-    }
-    if (maps_fd >= 0) {
-        close(maps_fd);
-        maps_fd = -1;
-    }
+    proc_fd_drop(&map_files_fd, false);
+    proc_fd_drop(&maps_fd, false);
     ompi_osc_ucxx_wp_fini();
     if ('\0' != own_dir[0]) {
         char path[sizeof(SHM_PREFIX) + sizeof(own_dir)];

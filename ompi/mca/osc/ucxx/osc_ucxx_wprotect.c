@@ -18,7 +18,8 @@
  * sleepers' faults are retried and find the shared pages, with our copy of
  * everything written before.  Reads are never held.  Nobody reads the
  * userfaultfd: no handler thread, the wake is the answer to every fault.
- * Where the move failed the range is unprotected and unregistered first.
+ * Where the move failed the range is unprotected and unregistered first;
+ * should a wake fail, the descriptor is closed, which wakes every writer.
  *
  * One userfaultfd serves every move (moves are serialized by
  * OSC_UCXX.lock), and nothing stays registered between moves.  One per move
@@ -120,14 +121,19 @@ static int protect(int fd, uint64_t lo, uint64_t len, bool on)
 
 /* Nothing of [lo, lo + len) registered or held any more: unprotected and
  * unregistered where still ours (elsewhere these find nothing), then every
- * writer held in it woken, to retry its fault. */
-static void release(int fd, uint64_t lo, uint64_t len)
+ * writer held in it woken, to retry its fault.  Should the wake fail, the
+ * descriptor is closed, which wakes every writer it holds (the next move
+ * makes another). */
+static void release(uint64_t lo, uint64_t len)
 {
     struct uffdio_range range = {.start = lo, .len = len};
 
-    (void) protect(fd, lo, len, false);
-    (void) ioctl(fd, UFFDIO_UNREGISTER, &range);
-    (void) ioctl(fd, UFFDIO_WAKE, &range);
+    (void) protect(uffd, lo, len, false);
+    (void) ioctl(uffd, UFFDIO_UNREGISTER, &range);
+    if (0 != ioctl(uffd, UFFDIO_WAKE, &range)) {
+        close(uffd);
+        uffd = -1;
+    }
 }
 
 int ompi_osc_ucxx_wp_begin(uint64_t lo, uint64_t len)
@@ -144,7 +150,7 @@ int ompi_osc_ucxx_wp_begin(uint64_t lo, uint64_t len)
     }
     if (0 != ioctl(uffd, UFFDIO_REGISTER, &reg)) return -1;
     if (!(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT)) || 0 != protect(uffd, lo, len, true)) {
-        release(uffd, lo, len);  /* nothing was held yet */
+        release(lo, len);  /* nothing was held yet */
         return -1;
     }
     return uffd;
@@ -152,7 +158,7 @@ int ompi_osc_ucxx_wp_begin(uint64_t lo, uint64_t len)
 
 void ompi_osc_ucxx_wp_end(int handle, uint64_t lo, uint64_t len)
 {
-    if (handle >= 0) release(handle, lo, len);
+    if (handle >= 0) release(lo, len);
 }
 
 /* A fork()ed child: the descriptor is the parent's (its registrations
