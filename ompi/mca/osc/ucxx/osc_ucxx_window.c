@@ -307,112 +307,7 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
 }
 
 /* ------------------------------------------------------------------------- */
-/* Memory */
-
-/* May a freed window's allocation of `len` bytes be kept for a later
- * window (kept_put)? */
-static bool keepable(size_t len)
-{
-    return len <= OSC_UCXX.alloc_cache / 4;
-}
-
-/* `serial`: a new allocation's number (osc_ucxx_worker.c: peers keep their
- * rkeys by it), where it is keepable; others have none, so that no peer
- * keeps one mapped after it is given back (a loop of 100 MiB windows would
- * have left peers up to 64 of them). */
-static int map_memory(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
-                      uint32_t *serial)
-{
-    ucp_mem_map_params_t params;
-    ucp_mem_attr_t attr;
-    ucs_status_t status;
-
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                        UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    params.address = allocate ? NULL : *addr;
-    params.length = len;
-    params.flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0;
-    status = ucp_mem_map(OSC_UCXX.context, &params, memh);
-    if (UCS_OK != status) {
-        opal_show_help("help-osc-ucxx.txt", "mem map failed", true, len,
-                       ucs_status_string(status));
-        return MPI_ERR_NO_MEM;  /* an MPI class passes through; OUT_OF_RESOURCE would be INTERN */
-    }
-    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
-    if (UCS_OK != ucp_mem_query(*memh, &attr)) {
-        ucp_mem_unmap(OSC_UCXX.context, *memh);
-        return OMPI_ERROR;
-    }
-    *addr = attr.address;
-    *serial = allocate && keepable(len)
-                  ? (uint32_t) ompi_osc_ucxx_add32((int32_t *) &OSC_UCXX.alloc_serial, 1)
-                  : 0;
-    return OMPI_SUCCESS;
-}
-
-/* Freed allocations kept for reuse.  A UCX allocation costs a shared-memory
- * segment to make (UCX's sysv transport: shmget + shmat) and to free (shmdt,
- * which gives the pages back): ~5 and ~7 us with 2 ranks, most of a window's
- * free.  So what a freed window allocated (an MPI_Win_allocate window's
- * state pages + memory, one memh; any other window's state segment) is kept,
- * up to osc_ucxx_alloc_cache bytes in all, for the next window it fits (at
- * most twice the bytes needed).  Old contents stay: MPI does not initialize
- * MPI_Win_allocate's memory, and state segments are zeroed again.  Peers
- * may keep it mapped (their rkeys, kept by its serial number:
- * ompi_osc_ucxx_rkey_take), which is what the next window on it wants. */
-static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial)
-{
-    int best = -1;
-    OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    for (int i = 0; i < OSC_UCXX.num_kept; ++i) {
-        size_t have = OSC_UCXX.kept[i].len;
-        if (have >= *len && have / 2 <= *len &&
-            (best < 0 || have < OSC_UCXX.kept[best].len)) {
-            best = i;
-        }
-    }
-    if (best >= 0) {
-        *memh = OSC_UCXX.kept[best].memh;
-        *len = OSC_UCXX.kept[best].len;
-        *serial = OSC_UCXX.kept[best].serial;
-        OSC_UCXX.kept[best] = OSC_UCXX.kept[--OSC_UCXX.num_kept];
-    }
-    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    if (best < 0) {
-        return false;
-    }
-    OSC_UCXX_VERBOSE(10, "window memory: %zu bytes from a freed window", *len);
-    ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
-    (void) ucp_mem_query(*memh, &attr);  /* (it answered when it was made) */
-    *addr = attr.address;
-    return true;
-}
-
-static void kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
-{
-    size_t total = len;
-    OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    for (int i = 0; i < OSC_UCXX.num_kept; ++i) total += OSC_UCXX.kept[i].len;
-    if (OSC_UCXX.num_kept < OSC_UCXX_KEPT_MAX && keepable(len) &&
-        total <= OSC_UCXX.alloc_cache) {
-        OSC_UCXX.kept[OSC_UCXX.num_kept].memh = memh;
-        OSC_UCXX.kept[OSC_UCXX.num_kept].serial = serial;
-        OSC_UCXX.kept[OSC_UCXX.num_kept++].len = len;
-        memh = NULL;
-    }
-    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    OSC_UCXX_VERBOSE(10, "window memory: %zu bytes %s", len, memh ? "released" : "kept");
-    if (NULL != memh) ucp_mem_unmap(OSC_UCXX.context, memh);
-}
-
-/* Finalize: every kept allocation goes back to UCX. */
-void ompi_osc_ucxx_kept_release(void)
-{
-    while (OSC_UCXX.num_kept > 0) {
-        ucp_mem_unmap(OSC_UCXX.context, OSC_UCXX.kept[--OSC_UCXX.num_kept].memh);
-    }
-}
+/* Memory (allocations, kept ones and state arenas: osc_ucxx_memory.c) */
 
 static int pack_rkey(ucp_mem_h memh, void **buf, size_t *len)
 {
@@ -592,14 +487,15 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
     if (NULL != module->data_memh && 0 != module->data_len) {
         /* MPI_Win_allocate's */
-        kept_put(module->data_memh, module->data_len, module->data_serial);
+        ompi_osc_ucxx_kept_put(module->data_memh, module->data_len, module->data_serial);
     } else if (NULL != module->data_memh) {
         ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     }
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
     ompi_osc_ucxx_share_release(&module->share);      /* (not ours for shared windows) */
     if (NULL != module->state_memh) {
-        kept_put(module->state_memh, module->state_len, module->state_serial);
+        ompi_osc_ucxx_state_give(module->state, module->state_memh, module->state_len,
+                                 module->state_serial);
     }
     ompi_osc_ucxx_wcomm_put(module);
     if (NULL != module->access) OBJ_RELEASE(module->access);
@@ -705,9 +601,9 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
                 module->data_len = 0;
                 return MPI_ERR_NO_MEM;
             }
-            if (!kept_take(&module->data_len, &all, &module->data_memh,
-                           &module->data_serial)) {
-                rc = map_memory(&all, module->data_len, true, &module->data_memh,
+            if (!ompi_osc_ucxx_kept_take(&module->data_len, &all, &module->data_memh,
+                                         &module->data_serial)) {
+                rc = ompi_osc_ucxx_mem_map(&all, module->data_len, true, &module->data_memh,
                                 &module->data_serial);
                 if (OMPI_SUCCESS != rc) return rc;
             }
@@ -732,7 +628,7 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
         *base = module->base;
         if (size > 0) {
             void *addr = module->base;  /* registered for peers that cannot map it */
-            return map_memory(&addr, size, false, &module->data_memh,
+            return ompi_osc_ucxx_mem_map(&addr, size, false, &module->data_memh,
                               &module->data_serial);
         }
     } else {
@@ -741,27 +637,24 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
             void *addr = *base;
             /* before registering: the move changes the pages behind the addresses */
             ompi_osc_ucxx_share_user(*base, size, &module->share);
-            return map_memory(&addr, size, false, &module->data_memh,
+            return ompi_osc_ucxx_mem_map(&addr, size, false, &module->data_memh,
                               &module->data_serial);
         }
     }
     return OMPI_SUCCESS;
 }
 
-/* The state segment, zeroed: its own UCX allocation where it is not at the
- * head of the window's (a freed window's, where one fits). */
+/* The state segment, zeroed: from a state arena (osc_ucxx_memory.c) where
+ * it is not at the head of the window's allocation. */
 static int state_memory(ompi_osc_ucxx_module_t *module)
 {
     if (NULL == module->state) {
         void *state = NULL;
-        module->state_len = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
-        if (!kept_take(&module->state_len, &state, &module->state_memh,
-                       &module->state_serial)) {
-            int rc = map_memory(&state, module->state_len, true, &module->state_memh,
-                                &module->state_serial);
-            if (OMPI_SUCCESS != rc) return rc;
-        }
+        int rc = ompi_osc_ucxx_state_take(module->state_size, &state, &module->state_memh,
+                                          &module->state_serial, &module->state_len);
+        if (OMPI_SUCCESS != rc) return rc;
         module->state = state;
+        return OMPI_SUCCESS;
     }
     memset(module->state, 0, module->state_size);
     return OMPI_SUCCESS;

@@ -39,8 +39,9 @@ struct ompi_osc_ucxx_module_t {
     size_t len;
     int disp_unit;
     ucp_mem_h data_memh;
-    ucp_mem_h state_memh;           /* (not where the state heads data_memh) */
-    size_t state_len;               /* bytes of state_memh */
+    ucp_mem_h state_memh;           /* (not where the state heads data_memh): an
+                                     * arena's, or its own (osc_ucxx_memory.c) */
+    size_t state_len;               /* bytes of it the state holds */
     size_t data_len;                /* MPI_Win_allocate: bytes of data_memh (state
                                      * pages + window), kept for reuse at free */
     uint32_t data_serial, state_serial;  /* the allocations' serials (0: user memory
@@ -186,7 +187,18 @@ int ompi_osc_ucxx_wcomm_get(ompi_osc_ucxx_module_t *module, ompi_communicator_t 
 int ompi_osc_ucxx_wcomm_close(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_wcomm_put(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_wcomm_fini(void);
-/* Finalize: the freed window allocations kept for reuse go back to UCX. */
+/* Window memory (osc_ucxx_memory.c): UCX allocation or registration
+ * (`serial`: the number peers keep its rkey by, 0 for none); freed
+ * windows' allocations kept for the next window that fits (take: at least
+ * `*len` bytes, which it sets to what it gives); state segments, zeroed,
+ * from arenas shared by the windows alive.  Finalize releases what is kept. */
+int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
+                          uint32_t *serial);
+bool ompi_osc_ucxx_kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial);
+void ompi_osc_ucxx_kept_put(ucp_mem_h memh, size_t len, uint32_t serial);
+int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
+                             size_t *len);
+void ompi_osc_ucxx_state_give(void *state, ucp_mem_h memh, size_t len, uint32_t serial);
 void ompi_osc_ucxx_kept_release(void);
 /* The core a window communicator's context id names (component.c), for
  * active messages. */

@@ -793,7 +793,8 @@ int ompi_osc_ucxx_main_address(const void **addr, size_t *len)
  * once per worker that reached the peer: ~20 % of a dynamic window's
  * create-attach-put-detach-free cycle on each side (perf, bench/rma_mh
  * dyn_cr).  But the peer reuses its freed windows' allocations
- * (osc_ucxx_window.c, kept_take), so the next window names the same one
+ * (osc_ucxx_memory.c, ompi_osc_ucxx_kept_take), and windows alive together
+ * share state arenas, so the next window names the same one
  * again.  So a worker keeps its unpacked rkeys, keyed by the peer and the
  * allocation's serial number (the peer's count of UCX allocations; a
  * packed rkey's bytes do not identify an allocation: a freed object's
@@ -801,8 +802,8 @@ int ompi_osc_ucxx_main_address(const void **addr, size_t *len)
  * them, and up to OSC_UCXX_RKEYS_IDLE that no window uses stay.  An rkey
  * kept for an allocation its owner has since freed keeps that memory
  * alive, never reached again, until it is evicted; so only allocations
- * small enough for the owner to keep carry a serial (osc_ucxx_window.c,
- * map_memory).  Serials count up (a 32-bit count: an old rkey would have
+ * small enough for the owner to keep, and arenas, carry a serial
+ * (osc_ucxx_memory.c).  Serials count up (a 32-bit count: an old rkey would have
  * to outlive 2^32 of its owner's allocations), so a new allocation is
  * never reached through an old rkey. */
 
