@@ -263,7 +263,7 @@ static int component_register(void)
     OSC_UCXX.share_user = true;
     param("share_user_memory",
           "Move the pages of memory the application brings (MPI_Win_create, MPI_Win_attach, "
-          "memory handles) onto a POSIX shared-memory object at the same addresses, so peers on "
+          "memory handles) onto POSIX shared memory at the same addresses, so peers on "
           "the node reach it by loads and stores as on allocated windows. Where other threads' "
           "writes cannot be held off during the move (see osc_ucxx_share_edge_pages), writes by "
           "another thread to those pages during the call would be lost. A fork()ed child gets "
@@ -290,6 +290,15 @@ static int component_register(void)
           "move copies them once)",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.share_max);
+
+    OSC_UCXX.share_chunk = 64UL << 20;
+    param("share_pool_chunk",
+          "Pages osc_ucxx_share_user_memory moves are carved from one sparse pool file per "
+          "process; peers map it this many bytes at a time (a power of two, at least a page; "
+          "rounded up), once for every window and attachment in the same span, and a move "
+          "that fits in one such chunk is kept inside one",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.share_chunk);
 
     OSC_UCXX.share_pmq = true;
     param("share_procmap_query",

@@ -8,10 +8,10 @@
  * allocated it, so memory the application brings (MPI_Win_attach, memory
  * handles) would be reached by emulation: an active message per operation,
  * served by the target's CPU.  Instead, when memory is attached we move the
- * whole pages inside it onto a POSIX shared-memory object: a copy into the
- * object, then one mmap(MAP_FIXED) that puts the object's pages at the same
+ * whole pages inside it onto POSIX shared memory: a copy into pages of our
+ * pool (below), then one mmap(MAP_FIXED) that puts those pages at the same
  * addresses.  The application sees the same addresses and contents; peers on
- * the node map the object and use loads, stores and CPU atomics, as on
+ * the node map the pool and use loads, stores and CPU atomics, as on
  * allocated windows.
  *
  * Only private anonymous memory (heap, anonymous mmap) is moved.  The pages
@@ -23,19 +23,25 @@
  * lost; otherwise writes by another thread to the pages during the call are.
  * Pages moved once are recognised (by their mapping in /proc/self/map_files,
  * or as the kernel lists the process's mappings: below) and shared again
- * without a copy.  An object no window
- * or attachment uses any more may be moved again, with its neighbours, when
- * a later one covers it and private memory together (the OSU pattern: a
- * window per size over whatever malloc returns).  A fork()ed child gets
- * private copies (fork_child).  MCA parameter osc_ucxx_share_user_memory=0
- * turns all of this off.
+ * without a copy.  Pages no window or attachment uses any more may be moved
+ * again, with their neighbours, when a later one covers them and private
+ * memory together (the OSU pattern: a window per size over whatever malloc
+ * returns).  A fork()ed child gets private copies (fork_child).  MCA
+ * parameter osc_ucxx_share_user_memory=0 turns all of this off.
  *
- * The objects are files in one directory per process,
- * /dev/shm/osc_ucxx.<jobid>.<vpid>/, which we remove at finalize and which
- * is registered with the PMIx server for removal when the process ends any
- * other way (killed, aborted), as btl/vader does with its segment.  Peers
- * keep their mappings until finalize, so a peer that races a detach touches
- * memory that still exists.
+ * The pool: one sparse file per process (another when it is full),
+ * /dev/shm/osc_ucxx.<jobid>.<vpid>/p<n>, which we remove at finalize and
+ * whose directory is registered with the PMIx server for removal when the
+ * process ends any other way (killed, aborted), as btl/vader does with its
+ * segment.  Each move takes offsets never used before (pool_carve); pages
+ * moved again are punched out of the file (their memory goes back), and
+ * their offsets stay unused, so a peer that races a detach touches memory
+ * that still exists and is nobody else's.  A move costs no file of its own
+ * (creating, sizing, closing and at last removing one took ~15 of a ~90 us
+ * MPI_Win_create with 100 alive), and a peer maps the pool a chunk at a time
+ * (osc_ucxx_share_pool_chunk, 64 MiB), once for all the windows in it,
+ * instead of opening and mapping a file per window (~10 us each).  Peers
+ * keep their mappings until finalize.
  */
 
 #include "ompi_config.h"
@@ -63,13 +69,31 @@ typedef struct {
     size_t size;
 } share_mapping_t;
 
-static opal_hash_table_t mappings;   /* object name -> share_mapping_t* (peers') */
+/* Peers' pools, mapped a span of chunks at a time (share_map):
+ * "<name>@<first chunk>+<chunks>" -> share_mapping_t* */
+static opal_hash_table_t mappings;
 static bool mappings_ready;
-/* Objects we created (unlinked at finalize) and where we put them. */
+
+/* Our pools: sparse files that moved pages are carved from, at offsets
+ * that are never used twice (pool_carve).  A new one is made when the last
+ * is full. */
+#define POOL_BYTES (1ULL << 40)
+#define POOL_MAX 16
 typedef struct {
-    char *name;              /* NULL once removed */
-    uint64_t lo, hi;
-    int users;               /* windows and attachments using it */
+    char name[40];           /* "/osc_ucxx.<jobid>.<vpid>/p<n>" under SHM_PREFIX */
+    int fd;
+    uint64_t next;           /* the first offset never carved */
+} pool_t;
+static pool_t pools[POOL_MAX];
+static int pool_count;
+
+/* Pages we moved: where, onto which pool offsets, and how many windows and
+ * attachments use them. */
+typedef struct {
+    uint64_t lo, hi, off;
+    int pool;
+    int users;
+    bool gone;               /* moved again since (its pool pages punched out) */
 } own_object_t;
 static own_object_t *own;
 static int own_count, own_cap;
@@ -99,14 +123,45 @@ static bool vma_parse(const char *line, vma_t *vma)
     return true;
 }
 
-/* own[] index of the object at `path` (under SHM_PREFIX), or -1. */
-static int own_by_path(const char *path)
+/* Peers map pools in whole chunks of this many bytes, and small moves stay
+ * in one (osc_ucxx_share_pool_chunk, a power of two of at least a page). */
+static uint64_t pool_chunk(void)
+{
+    uint64_t c = (uint64_t) sysconf(_SC_PAGESIZE);
+    while (c < OSC_UCXX.share_chunk && c < POOL_BYTES) c <<= 1;
+    return c;
+}
+
+/* pools[] index of the pool at `path` (under SHM_PREFIX), or -1. */
+static int pool_by_path(const char *path)
 {
     if (0 != strncmp(path, SHM_PREFIX, strlen(SHM_PREFIX))) return -1;
-    for (int i = own_count - 1; i >= 0; --i) {
-        if (NULL != own[i].name && 0 == strcmp(path + strlen(SHM_PREFIX), own[i].name)) return i;
+    for (int i = 0; i < pool_count; ++i) {
+        if (0 == strcmp(path + strlen(SHM_PREFIX), pools[i].name)) return i;
     }
     return -1;
+}
+
+/* Windows and attachments using pages we moved in [lo, hi). */
+static int own_users(uint64_t lo, uint64_t hi)
+{
+    int users = 0;
+    for (int i = 0; i < own_count; ++i) {
+        if (!own[i].gone && own[i].lo < hi && own[i].hi > lo) users += own[i].users;
+    }
+    return users;
+}
+
+/* One more (`by` 1) or one fewer (-1) window using the pages in [lo, hi):
+ * each move they came from counts it. */
+static void own_use(uint64_t lo, uint64_t hi, int by)
+{
+    for (int i = 0; i < own_count; ++i) {
+        if (!own[i].gone && own[i].lo < hi && own[i].hi > lo &&
+            (by > 0 || own[i].users > 0)) {
+            own[i].users += by;
+        }
+    }
 }
 
 /* A descriptor of a /proc/self file, opened once (under OSC_UCXX.lock);
@@ -245,12 +300,13 @@ static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
             kind = 0;  /* a hole */
         } else if (0 == strncmp(vma.path, SHM_PREFIX "/osc_ucxx.", 18) &&
                    0 == strcmp(vma.perms, "rw-s") && NULL == strstr(vma.path, "(deleted)")) {
-            int i = own_by_path(vma.path);
             if (kind == -1 && vma.end >= hi) {
                 kind = 1;
                 *ours = vma;
             } else {
-                kind = ((kind == -1 || kind == 2) && i >= 0 && 0 == own[i].users) ? 2 : 0;
+                bool unused = pool_by_path(vma.path) >= 0 &&
+                              0 == own_users(covered, vma.end < hi ? vma.end : hi);
+                kind = ((kind == -1 || kind == 2) && unused) ? 2 : 0;
             }
         } else if (0 == strcmp(vma.perms, "rw-p") &&
                    ('\0' == vma.path[0] || 0 == strcmp(vma.path, "[heap]"))) {
@@ -264,33 +320,35 @@ static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
     return (covered >= hi && kind > 0) ? kind : 0;
 }
 
-static void own_add(const char *name, uint64_t lo, uint64_t hi)
+/* (own_reserve made room) */
+static void own_add(int pool, uint64_t lo, uint64_t hi, uint64_t off)
 {
-    if (own_count == own_cap) {
-        int cap = own_cap ? 2 * own_cap : 16;
-        void *tmp = realloc(own, cap * sizeof(*own));
-        if (NULL == tmp) return;  /* the object then outlives us in /dev/shm */
-        own = tmp;
-        own_cap = cap;
-    }
-    own[own_count++] = (own_object_t){strdup(name), lo, hi, 1};
+    own[own_count++] = (own_object_t){lo, hi, off, pool, 1, false};
 }
 
-/* After a move of [lo, hi): objects wholly inside it are mapped nowhere
- * now (only peers may keep stale mappings, which unlink leaves alone). */
+/* Give the pages of pool `pool` at [off, off + len) back to the system.
+ * Their offsets are never carved again, so a peer that still reaches them
+ * (racing a detach) finds fresh zeroed pages nobody else uses. */
+static void pool_punch(int pool, uint64_t off, uint64_t len)
+{
+    (void) fallocate(pools[pool].fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t) off,
+                     (off_t) len);
+}
+
+/* After a move of [lo, hi): earlier moves wholly inside it are mapped
+ * nowhere here now; their pool pages go. */
 static void own_drop_inside(uint64_t lo, uint64_t hi)
 {
-    char path[sizeof(SHM_PREFIX) + 48];
+    int kept = 0;
 
     for (int i = 0; i < own_count; ++i) {
-        if (NULL == own[i].name || 0 != own[i].users || own[i].lo < lo || own[i].hi > hi) {
-            continue;
+        if (!own[i].gone && 0 == own[i].users && own[i].lo >= lo && own[i].hi <= hi) {
+            pool_punch(own[i].pool, own[i].off, own[i].hi - own[i].lo);
+            own[i].gone = true;
         }
-        snprintf(path, sizeof(path), SHM_PREFIX "%s", own[i].name);
-        unlink(path);
-        free(own[i].name);
-        own[i].name = NULL;
+        if (!own[i].gone) own[kept++] = own[i];  /* (in order: own_find looks newest first) */
     }
+    own_count = kept;
 }
 
 /* Is own[i] still mapped where we put it?  One readlink of its
@@ -298,7 +356,9 @@ static void own_drop_inside(uint64_t lo, uint64_t hi)
  * those bounds (the path is left in `path`).  Relative to the directory,
  * opened once (under OSC_UCXX.lock; fork_child closes the parent's): the
  * lookup of /proc/self was 0.9 of the 3.1 us a readlink took, most of an
- * attach of memory attached before (bench/rma_mh dyn_cr). */
+ * attach of memory attached before (bench/rma_mh dyn_cr).  (Where the
+ * kernel merged it with the mapping of a neighbouring move, it has other
+ * bounds: classify() finds it.) */
 static int map_files_fd = -1;
 
 static bool own_mapped(int i, char *path, size_t size)
@@ -311,8 +371,7 @@ static bool own_mapped(int i, char *path, size_t size)
     n = readlinkat(map_files_fd, name, path, size - 1);
     if (n <= 0) return false;
     path[n] = '\0';
-    return 0 == strncmp(path, SHM_PREFIX, strlen(SHM_PREFIX)) &&
-           0 == strcmp(path + strlen(SHM_PREFIX), own[i].name);
+    return pool_by_path(path) == own[i].pool;
 }
 
 /* [lo, hi) inside pages we moved, still mapped as we left them?  Checked
@@ -321,11 +380,11 @@ static bool own_mapped(int i, char *path, size_t size)
 static bool own_find(uint64_t lo, uint64_t hi, vma_t *ours)
 {
     for (int i = own_count - 1; i >= 0; --i) {
-        if (NULL == own[i].name || lo < own[i].lo || hi > own[i].hi) continue;
+        if (lo < own[i].lo || hi > own[i].hi) continue;
         if (!own_mapped(i, ours->path, sizeof(ours->path))) return false;
         ours->start = own[i].lo;
         ours->end = own[i].hi;
-        ours->offset = 0;
+        ours->offset = own[i].off;
         return true;
     }
     return false;
@@ -347,47 +406,88 @@ static bool file_copy(int fd, void *mem, size_t len, off_t off, bool to_file)
     return true;
 }
 
-/* Copy [lo, lo + len) into the object and put the object in its place.
- * With `held`, other threads' writes wait meanwhile (see
- * osc_ucxx_wprotect.c): then the replacing mmap is a raw system call, since
- * libc's is intercepted by memory hooks that may allocate, and libc's mmap
- * repeats it afterwards so that those hooks see the change.  MAP_FIXED
+/* Copy [lo, lo + len) into offset `off` of pool file `fd` and put those
+ * pages in its place.  With `held`, other threads' writes wait meanwhile
+ * (see osc_ucxx_wprotect.c): then the replacing mmap is a raw system call,
+ * since libc's is intercepted by memory hooks that may allocate, and libc's
+ * mmap repeats it afterwards so that those hooks see the change.  MAP_FIXED
  * replaces the old pages in one step: no moment without memory there.  (Not
  * mremap: Open MPI's and UCX's memory hooks intercept it and drop its
- * variadic new address.) */
-static bool replace_pages(uint64_t lo, size_t len, int fd, int held)
+ * variadic new address.)  0: done; 1: the copy failed, nothing mapped;
+ * 2: a mapping failed (what is there now is not known). */
+static int replace_pages(uint64_t lo, size_t len, int fd, uint64_t off, int held)
 {
     void *at = (void *) (uintptr_t) lo;
-    bool ok = file_copy(fd, at, len, 0, true);
+    bool copied = file_copy(fd, at, len, (off_t) off, true), ok = copied;
 
     if (held >= 0) {
         ok = ok && MAP_FAILED != (void *) syscall(SYS_mmap, at, len, PROT_READ | PROT_WRITE,
-                                                  MAP_SHARED | MAP_FIXED, fd, 0);
+                                                  MAP_SHARED | MAP_FIXED, fd, (off_t) off);
         ompi_osc_ucxx_wp_end(held, lo, len);
     }
-    return ok && MAP_FAILED != mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    ok = ok && MAP_FAILED != mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                                  (off_t) off);
+    return ok ? 0 : copied ? 2 : 1;
 }
 
-/* Move the pages [lo, hi) onto a new object `name`.  `must_hold`: only if
- * other threads' writes can be held off meanwhile (pages with other data). */
-static bool move_pages(uint64_t lo, uint64_t hi, const char *name, bool must_hold)
+/* A new pool file, sparse: its pages exist once written. */
+static int pool_new(void)
+{
+    pool_t *p = &pools[pool_count];
+    char path[sizeof(SHM_PREFIX) + sizeof(p->name)];
+
+    if (POOL_MAX == pool_count) return -1;
+    snprintf(p->name, sizeof(p->name), "%.36s/p%u", own_dir, own_serial++);
+    snprintf(path, sizeof(path), SHM_PREFIX "%.39s", p->name);
+    p->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (p->fd < 0 || 0 != ftruncate(p->fd, (off_t) POOL_BYTES)) {
+        OSC_UCXX_VERBOSE(10, "cannot make %s: %s", path, strerror(errno));
+        if (p->fd >= 0) {
+            close(p->fd);
+            unlink(path);
+        }
+        return -1;
+    }
+    p->next = 0;
+    return pool_count++;
+}
+
+/* Offsets for `len` bytes (whole pages) in a pool: after every offset
+ * carved before, and within one chunk where they fit in one (so a peer
+ * maps one chunk for many windows), else from a chunk's start. */
+static int pool_carve(uint64_t len, uint64_t *off)
+{
+    int p = pool_count - 1;
+    uint64_t at = p >= 0 ? pools[p].next : 0, chunk = pool_chunk();
+
+    if (len > chunk || at / chunk != (at + len - 1) / chunk) {
+        at = (at + chunk - 1) & ~(chunk - 1);
+    }
+    if (p < 0 || at + len > POOL_BYTES) {
+        if (len > POOL_BYTES || (p = pool_new()) < 0) return -1;
+        at = 0;
+    }
+    pools[p].next = at + len;
+    *off = at;
+    return p;
+}
+
+/* Move the pages [lo, hi) onto pool pages (`*pool` at `*off`).  `must_hold`:
+ * only if other threads' writes can be held off meanwhile (pages with
+ * other data). */
+static bool move_pages(uint64_t lo, uint64_t hi, bool must_hold, int *pool, uint64_t *off)
 {
     size_t len = hi - lo;
-    char path[sizeof(SHM_PREFIX) + 48];
-    bool ok;
-    int fd;
+    int held, rc = 1;
 
-    snprintf(path, sizeof(path), SHM_PREFIX "%s", name);
-    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-    ok = (fd >= 0 && 0 == ftruncate(fd, (off_t) len));
-    if (ok) {
-        int held = ompi_osc_ucxx_wp_usable() ? ompi_osc_ucxx_wp_begin(lo, len) : -1;
-        /* replace_pages ends `held` whatever happens */
-        ok = (held >= 0 || !must_hold) && replace_pages(lo, len, fd, held);
+    *pool = pool_carve(len, off);
+    if (*pool < 0) return false;
+    held = ompi_osc_ucxx_wp_usable() ? ompi_osc_ucxx_wp_begin(lo, len) : -1;
+    if (held >= 0 || !must_hold) {
+        rc = replace_pages(lo, len, pools[*pool].fd, *off, held);  /* (ends `held`) */
     }
-    if (fd >= 0) close(fd);
-    if (!ok && fd >= 0) unlink(path);
-    return ok;
+    if (1 == rc) pool_punch(*pool, *off, len);  /* (what the copy wrote) */
+    return 0 == rc;
 }
 
 /* A fork()ed child gets private copies of every page we moved, as it would
@@ -468,7 +568,9 @@ static void fork_child(void)
             for (int i = 0; i < n; ++i) privatize(&list[i]);
         } while (n == 32 && ++passes < 1000);
     }
-    own_count = 0;  /* the objects are the parent's to remove */
+    own_count = 0;  /* the pools are the parent's to remove */
+    for (int i = 0; i < pool_count; ++i) proc_fd_drop(&pools[i].fd, true);
+    pool_count = 0;
     proc_fd_drop(&map_files_fd, true);  /* the parent's mappings */
     proc_fd_drop(&maps_fd, true);
     ompi_osc_ucxx_wp_fork_child();
@@ -512,29 +614,44 @@ void ompi_osc_ucxx_share_prepare(void)
     }
 }
 
-/* Share [lo, hi) (whole pages): already on one of our objects, or moved onto
- * a new one.  `edges`: the range holds bytes outside the window. */
+/* Room for one more entry in own[] (before a move: a move it could not
+ * count would look unused to classify()). */
+static bool own_reserve(void)
+{
+    if (own_count == own_cap) {
+        int cap = own_cap ? 2 * own_cap : 16;
+        void *tmp = realloc(own, cap * sizeof(*own));
+        if (NULL == tmp) return false;
+        own = tmp;
+        own_cap = cap;
+    }
+    return true;
+}
+
+/* Share [lo, hi) (whole pages): already on a pool (ours, or a peer's whose
+ * memory the application passed on), or moved onto ours.  `edges`: the
+ * range holds bytes outside the window. */
 static bool share_pages(uint64_t lo, uint64_t hi, bool edges, ompi_osc_ucxx_share_t *desc)
 {
     vma_t ours;
-    int kind = own_find(lo, hi, &ours) ? 1 : classify(lo, hi, &ours);
+    int kind = own_find(lo, hi, &ours) ? 1 : classify(lo, hi, &ours), pool;
+    uint64_t off;
 
     if (1 == kind && strlen(ours.path + strlen(SHM_PREFIX)) < sizeof(desc->name)) {
-        int i = own_by_path(ours.path);
         memcpy(desc->name, ours.path + strlen(SHM_PREFIX),
                strlen(ours.path + strlen(SHM_PREFIX)) + 1);
         desc->offset = lo - ours.start + ours.offset;
-        if (i >= 0) own[i].users++;
-    } else if (2 == kind && own_dir_ready()) {
-        /* "/osc_ucxx.<10 digits>.<10 digits>/<10 digits>" fits desc->name */
-        snprintf(desc->name, sizeof(desc->name), "%.36s/%u", own_dir, own_serial++);
-        if (move_pages(lo, hi, desc->name, edges)) {
+        if (pool_by_path(ours.path) >= 0) own_use(lo, hi, 1);
+    } else if (2 == kind && own_dir_ready() && own_reserve()) {
+        if (move_pages(lo, hi, edges, &pool, &off)) {
             own_drop_inside(lo, hi);
-            own_add(desc->name, lo, hi);
+            own_add(pool, lo, hi, off);
+            /* "/osc_ucxx.<10 digits>.<10 digits>/p<10 digits>" fits desc->name */
+            snprintf(desc->name, sizeof(desc->name), "%s", pools[pool].name);
+            desc->offset = off;
         } else {
             OSC_UCXX_VERBOSE(10, "could not move [%#" PRIx64 ", %#" PRIx64 ") to shared memory",
                              lo, hi);
-            desc->name[0] = '\0';
         }
     }
     desc->lo = lo;
@@ -589,34 +706,41 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
 void ompi_osc_ucxx_share_release(const ompi_osc_ucxx_share_t *desc)
 {
     char path[sizeof(SHM_PREFIX) + sizeof(desc->name)];
-    int i;
 
     if ('\0' == desc->name[0]) return;
     snprintf(path, sizeof(path), SHM_PREFIX "%.*s", (int) sizeof(desc->name), desc->name);
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    i = own_by_path(path);
-    if (i >= 0 && own[i].users > 0) own[i].users--;
+    if (pool_by_path(path) >= 0) own_use(desc->lo, desc->hi, -1);
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
+/* A peer's pool pages, mapped here: the whole chunks [desc->offset,
+ * desc->offset + its length) touches, once for every window on them (a
+ * window per message size, or an attachment per allocation, costs no
+ * open, mmap or page-table setup of its own).  Kept until finalize. */
 char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *desc)
 {
     share_mapping_t *m = NULL;
     size_t name_len = strnlen(desc->name, sizeof(desc->name));
-    char *addr = NULL;
+    uint64_t len = desc->hi - desc->lo, chunk = pool_chunk(), first, span;
+    char key[sizeof(desc->name) + 48], *addr = NULL;
+    int key_len;
 
     if (0 == name_len || name_len == sizeof(desc->name) || !OSC_UCXX.use_direct ||
-        !OPAL_PROC_ON_LOCAL_NODE(owner->super.proc_flags)) {
+        !OPAL_PROC_ON_LOCAL_NODE(owner->super.proc_flags) || desc->hi <= desc->lo ||
+        desc->offset > POOL_BYTES || len > POOL_BYTES - desc->offset) {
         return NULL;
     }
+    first = desc->offset & ~(chunk - 1);
+    span = ((desc->offset + len + chunk - 1) & ~(chunk - 1)) - first;
+    key_len = snprintf(key, sizeof(key), "%s@%" PRIx64 "+%" PRIx64, desc->name, first, span);
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
     if (!mappings_ready) {
         OBJ_CONSTRUCT(&mappings, opal_hash_table_t);
         mappings_ready = (OPAL_SUCCESS == opal_hash_table_init(&mappings, 64));
     }
     if (mappings_ready &&
-        OPAL_SUCCESS != opal_hash_table_get_value_ptr(&mappings, desc->name, name_len,
-                                                      (void **) &m)) {
+        OPAL_SUCCESS != opal_hash_table_get_value_ptr(&mappings, key, key_len, (void **) &m)) {
         char path[sizeof(SHM_PREFIX) + sizeof(desc->name)];
         struct stat st;
         int fd;
@@ -624,21 +748,20 @@ char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *d
         snprintf(path, sizeof(path), SHM_PREFIX "%s", desc->name);
         fd = open(path, O_RDWR);
         m = NULL;
-        if (fd >= 0 && 0 == fstat(fd, &st) && st.st_size > 0 && NULL != (m = malloc(sizeof(*m)))) {
-            m->size = (size_t) st.st_size;
-            m->addr = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (fd >= 0 && 0 == fstat(fd, &st) && (uint64_t) st.st_size >= first + span &&
+            NULL != (m = malloc(sizeof(*m)))) {
+            m->size = (size_t) span;
+            m->addr = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) first);
             if (MAP_FAILED == m->addr) {
                 free(m);
                 m = NULL;
             } else {
-                opal_hash_table_set_value_ptr(&mappings, desc->name, name_len, m);
+                opal_hash_table_set_value_ptr(&mappings, key, key_len, m);
             }
         }
         if (fd >= 0) close(fd);
     }
-    if (NULL != m && desc->offset + (desc->hi - desc->lo) <= m->size) {
-        addr = m->addr + desc->offset;
-    }
+    if (NULL != m) addr = m->addr + (desc->offset - first);
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     return addr;
 }
@@ -660,12 +783,13 @@ void ompi_osc_ucxx_share_fini(void)
         OBJ_DESTRUCT(&mappings);
         mappings_ready = false;
     }
-    for (int i = 0; i < own_count; ++i) {
-        char path[sizeof(SHM_PREFIX) + 48];
-        snprintf(path, sizeof(path), SHM_PREFIX "%s", own[i].name);
+    for (int i = 0; i < pool_count; ++i) {  /* (the pages we moved stay where they are) */
+        char path[sizeof(SHM_PREFIX) + sizeof(pools[i].name)];
+        snprintf(path, sizeof(path), SHM_PREFIX "%.39s", pools[i].name);
         unlink(path);
-        free(own[i].name);
+        proc_fd_drop(&pools[i].fd, false);
     }
+    pool_count = 0;
     free(own);
     own = NULL;
     proc_fd_drop(&map_files_fd, false);
