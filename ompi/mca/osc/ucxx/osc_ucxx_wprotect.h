@@ -22,7 +22,9 @@ bool ompi_osc_ucxx_wp_usable(void);
  * Between the two calls the caller must not write those pages itself, nor
  * call anything that might (malloc, Open MPI's or UCX's memory hooks). */
 int ompi_osc_ucxx_wp_begin(uint64_t lo, uint64_t len);
-void ompi_osc_ucxx_wp_end(int handle, uint64_t lo, uint64_t len);
+/* `replaced`: a new mapping took the whole range meanwhile (it carries no
+ * registration or protection of ours: only the held writers are woken). */
+void ompi_osc_ucxx_wp_end(int handle, uint64_t lo, uint64_t len, bool replaced);
 
 /* The userfaultfd all moves share: dropped by a fork()ed child (raw
  * system calls only), closed at finalize. */
