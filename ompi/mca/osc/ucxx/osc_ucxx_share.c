@@ -93,9 +93,8 @@ typedef struct {
     uint64_t lo, hi, off;
     int pool;
     int users;
-    bool gone;               /* moved again since (its pool pages punched out) */
-} own_object_t;
-static own_object_t *own;
+} own_move_t;
+static own_move_t *own;
 static int own_count, own_cap;
 static char own_dir[48];             /* "/osc_ucxx.<jobid>.<vpid>" under SHM_PREFIX, once made */
 static unsigned own_serial;
@@ -147,7 +146,7 @@ static int own_users(uint64_t lo, uint64_t hi)
 {
     int users = 0;
     for (int i = 0; i < own_count; ++i) {
-        if (!own[i].gone && own[i].lo < hi && own[i].hi > lo) users += own[i].users;
+        if (own[i].lo < hi && own[i].hi > lo) users += own[i].users;
     }
     return users;
 }
@@ -157,8 +156,7 @@ static int own_users(uint64_t lo, uint64_t hi)
 static void own_use(uint64_t lo, uint64_t hi, int by)
 {
     for (int i = 0; i < own_count; ++i) {
-        if (!own[i].gone && own[i].lo < hi && own[i].hi > lo &&
-            (by > 0 || own[i].users > 0)) {
+        if (own[i].lo < hi && own[i].hi > lo && (by > 0 || own[i].users > 0)) {
             own[i].users += by;
         }
     }
@@ -238,7 +236,7 @@ static void vma_walk_close(vma_walk_t *w)
 }
 
 /* By ioctl: 1 found; 0 none at or above `from`, or one whose path is
- * longer than ours (so neither an object of ours nor the heap: the range
+ * longer than ours (so neither a pool of ours nor the heap: the range
  * is not movable, as if it ended there); -1 no such ioctl here. */
 static int vma_query(uint64_t from, vma_t *vma)
 {
@@ -283,10 +281,10 @@ static bool vma_next(vma_walk_t *w, uint64_t from, vma_t *vma)
     return false;
 }
 
-/* How [lo, hi) is mapped: 1 = one mapping of one of our objects (filled in
- * `ours`), 2 = private anonymous read-write memory, or objects of ours no
- * window uses any more (left by earlier windows over nearby memory: moving
- * them again is safe), 0 = anything else. */
+/* How [lo, hi) is mapped: 1 = one mapping of a pool, ours or a peer's
+ * (filled in `ours`), 2 = private anonymous read-write memory, or pages of
+ * our pools no window uses any more (left by earlier windows over nearby
+ * memory: moving them again is safe), 0 = anything else. */
 static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
 {
     vma_walk_t walk;
@@ -323,7 +321,7 @@ static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
 /* (own_reserve made room) */
 static void own_add(int pool, uint64_t lo, uint64_t hi, uint64_t off)
 {
-    own[own_count++] = (own_object_t){lo, hi, off, pool, 1, false};
+    own[own_count++] = (own_move_t){lo, hi, off, pool, 1};
 }
 
 /* Give the pages of pool `pool` at [off, off + len) back to the system.
@@ -342,11 +340,11 @@ static void own_drop_inside(uint64_t lo, uint64_t hi)
     int kept = 0;
 
     for (int i = 0; i < own_count; ++i) {
-        if (!own[i].gone && 0 == own[i].users && own[i].lo >= lo && own[i].hi <= hi) {
+        if (0 == own[i].users && own[i].lo >= lo && own[i].hi <= hi) {
             pool_punch(own[i].pool, own[i].off, own[i].hi - own[i].lo);
-            own[i].gone = true;
+        } else {
+            own[kept++] = own[i];  /* (in order: own_find looks newest first) */
         }
-        if (!own[i].gone) own[kept++] = own[i];  /* (in order: own_find looks newest first) */
     }
     own_count = kept;
 }
@@ -514,8 +512,8 @@ static void fork_parent(void)
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
-/* Our mapping `vma` of an object becomes a private copy: read from the
- * object itself (file_copy), then moved into place in one step. */
+/* Our mapping `vma` of a pool becomes a private copy: read from the pool
+ * itself (file_copy), then moved into place in one step. */
 static void privatize(const vma_t *vma)
 {
     size_t len = vma->end - vma->start;
@@ -533,7 +531,7 @@ static void privatize(const vma_t *vma)
 }
 
 /* One pass over /proc/self/maps, read into a buffer on the stack: collect up
- * to `max` mappings of objects whose path starts with `mine`. */
+ * to `max` mappings of files whose path starts with `mine`. */
 static int find_mine(const char *mine, vma_t *list, int max)
 {
     char buf[4096];
@@ -565,7 +563,7 @@ static void fork_child(void)
     int n, passes = 0;
 
     if ('\0' != own_dir[0]) {  /* something was moved, before finalize */
-        /* ours: own_dir's objects, remnants of partly re-moved ones included;
+        /* ours: own_dir's pools, remnants of partly re-moved moves included;
          * a privatized mapping no longer matches, so passes end */
         snprintf(mine, sizeof(mine), SHM_PREFIX "%s/", own_dir);
         do {
@@ -582,7 +580,7 @@ static void fork_child(void)
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
-/* Our directory of objects, handed to the PMIx server to remove when we end.
+/* Our directory of pools, handed to the PMIx server to remove when we end.
  * That registration is a message nobody answers (PMIx's register_cleanup
  * sends it and returns; job control, which could wait for the
  * answer, aborts in some Open MPI 4.1 builds), so we make the directory as
@@ -706,7 +704,7 @@ int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc
     return OMPI_SUCCESS;
 }
 
-/* A window or attachment that share_user() described is gone: its object may
+/* A window or attachment that share_user() described is gone: its pages may
  * be moved again by a later one over nearby memory. */
 void ompi_osc_ucxx_share_release(const ompi_osc_ucxx_share_t *desc)
 {
