@@ -312,8 +312,9 @@ static int component_register(void)
 
     OSC_UCXX.alloc_cache = 4UL << 20;
     param("alloc_cache",
-          "Bytes of what freed windows allocated (MPI_Win_allocate memory with its state "
-          "pages, other windows' state segments) kept for the next window that needs at "
+          "Bytes of what freed windows allocated of their own (MPI_Win_allocate memory "
+          "over 256 KiB with its state pages, state segments over 16 KiB; smaller ones come "
+          "from arenas shared by the windows alive) kept for the next window that needs at "
           "most that many bytes and at least half of them, at most 32 allocations, none "
           "larger than a quarter of this: creating and freeing a window then costs no "
           "shared-memory segment; 0: none kept. Released at MPI_Finalize",

@@ -11,14 +11,16 @@
  * ompi_osc_ucxx_rkey_take).  Two ways of not paying a segment per window
  * follow from that:
  *
- *   - Kept allocations: what a freed window allocated is kept for the next
- *     window it fits (a loop of create-use-free, OSU's pattern).
- *   - State arenas: every window but an MPI_Win_allocate one (whose state
- *     heads its own allocation) needs a state segment of ~3 KiB.  Windows
- *     alive together take them from shared 64 KiB arenas, so the tenth
- *     window alive costs no segment here (shmget + shmat + IPC_RMID: 15-19
- *     us of a 100 us MPI_Win_create at 2 ranks) and none at the peers (the
- *     arena's rkey is kept there from the first window: a shmat each).
+ *   - Arenas (below): windows alive together take their state segments
+ *     (~3 KiB, every window but an MPI_Win_allocate one, whose state heads
+ *     its own memory) and small MPI_Win_allocate memory from shared
+ *     allocations, so the tenth window alive costs no segment here
+ *     (shmget + shmat + IPC_RMID: 15-19 us of a 100 us MPI_Win_create at 2
+ *     ranks) and none at the peers (the arena's rkey is kept there from its
+ *     first window: a shmat each).
+ *   - Kept allocations: what a freed window allocated of its own (larger
+ *     ones) is kept for the next window it fits (a loop of create-use-free,
+ *     OSU's pattern).
  */
 
 #include "ompi_config.h"
@@ -136,20 +138,22 @@ void ompi_osc_ucxx_kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
 }
 
 /* ------------------------------------------------------------------------- */
-/* State arenas
+/* Arenas
  *
- * An arena is one UCX allocation carved into 256-byte units, a bit each;
- * a state segment takes the first run of free units that holds it (its
- * words keep their cache lines: units are 64-byte aligned).  An arena lives
- * while a segment uses it, and the newest one stays when empty: freeing it
- * would cost the segment the next window pays again, and peers that keep
- * its rkey (ompi_osc_ucxx_rkey_give) would keep it mapped anyway.  Segments
- * larger than a quarter of an arena (windows of thousands of processes)
- * take an allocation of their own, kept at free like a window's. */
+ * An arena is one UCX allocation carved into 256 units, a bit each; a
+ * taker gets the first run of free units that holds it.  Two classes:
+ *   - state segments (every window but an MPI_Win_allocate one): 64 KiB
+ *     arenas of 256-byte units (a segment's words keep their cache lines:
+ *     units are 64-byte aligned);
+ *   - MPI_Win_allocate windows of up to 256 KiB with their state pages:
+ *     1 MiB arenas of page units, so window memory stays page-aligned.
+ * An arena lives while a taker uses it, and the newest of a class stays
+ * when empty: freeing it would cost the segment the next window pays
+ * again, and peers that keep its rkey (ompi_osc_ucxx_rkey_give) would keep
+ * it mapped anyway.  Larger takers get an allocation of their own, kept at
+ * free as above. */
 
-#define ARENA_BYTES (64 * 1024)
-#define ARENA_UNIT 256
-#define ARENA_UNITS (ARENA_BYTES / ARENA_UNIT)
+#define ARENA_UNITS 256
 
 typedef struct arena_t {
     ucp_mem_h memh;
@@ -160,7 +164,20 @@ typedef struct arena_t {
     struct arena_t *next;                  /* newest first */
 } arena_t;
 
-static arena_t *arenas;  /* under OSC_UCXX.lock */
+typedef struct {
+    size_t unit;                           /* bytes; an arena has ARENA_UNITS */
+    const char *what;
+    arena_t *list;                         /* under OSC_UCXX.lock */
+} arena_class_t;
+
+static arena_class_t state_arenas = {256, "state arena", NULL};
+static arena_class_t window_arenas = {0, "window arena", NULL};  /* (unit: a page) */
+
+static size_t class_unit(arena_class_t *c)
+{
+    if (0 == c->unit) c->unit = opal_getpagesize();
+    return c->unit;
+}
 
 static bool unit_taken(const arena_t *a, int u)
 {
@@ -191,89 +208,127 @@ static int units_find(const arena_t *a, int n)
     return -1;
 }
 
-static arena_t *arena_new(void)
+static arena_t *arena_new(arena_class_t *c)
 {
     arena_t *a = calloc(1, sizeof(*a));
     void *base = NULL;
     uint32_t unused;
 
-    if (NULL == a || OMPI_SUCCESS != ompi_osc_ucxx_mem_map(&base, ARENA_BYTES, true, &a->memh,
-                                                           &unused)) {
+    if (NULL == a || OMPI_SUCCESS != ompi_osc_ucxx_mem_map(&base, ARENA_UNITS * class_unit(c),
+                                                           true, &a->memh, &unused)) {
         free(a);
         return NULL;
     }
     a->base = base;
     a->serial = next_serial();  /* always: it lives until empty, or finalize */
-    a->next = arenas;
-    arenas = a;
-    OSC_UCXX_VERBOSE(20, "state arena %u at %p", a->serial, base);
+    a->next = c->list;
+    c->list = a;
+    OSC_UCXX_VERBOSE(20, "%s %u at %p", c->what, a->serial, base);
     return a;
 }
 
-/* A zeroed state segment of `size` bytes: `*len` is what it holds. */
-int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
-                             size_t *len)
+/* `size` bytes (at most a quarter of an arena) from an arena of class `c`:
+ * `*len` is what the taker holds. */
+static int arena_take(arena_class_t *c, size_t size, void **addr, ucp_mem_h *memh,
+                      uint32_t *serial, size_t *len)
 {
-    int n = (int) ((size + ARENA_UNIT - 1) / ARENA_UNIT), first = -1;
+    size_t unit = class_unit(c);
+    int n = (int) ((size + unit - 1) / unit), first = -1;
     arena_t *a;
 
-    if (size > ARENA_BYTES / 4) {
-        *len = OPAL_ALIGN(size, opal_getpagesize(), size_t);
-        if (!ompi_osc_ucxx_kept_take(len, state, memh, serial)) {
-            int rc = ompi_osc_ucxx_mem_map(state, *len, true, memh, serial);
-            if (OMPI_SUCCESS != rc) return rc;
-        }
-    } else {
-        OSC_UCXX_LOCK(&OSC_UCXX.lock);
-        for (a = arenas; NULL != a && (first = units_find(a, n)) < 0; a = a->next) {
-        }
-        if (NULL == a && NULL != (a = arena_new())) first = 0;
-        if (NULL != a) units_mark(a, first, n, true);
-        OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-        if (NULL == a) return MPI_ERR_NO_MEM;  /* (mem_map said why) */
-        *state = a->base + (size_t) first * ARENA_UNIT;
-        *memh = a->memh;
-        *serial = a->serial;
-        *len = (size_t) n * ARENA_UNIT;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (a = c->list; NULL != a && (first = units_find(a, n)) < 0; a = a->next) {
     }
-    memset(*state, 0, size);
+    if (NULL == a && NULL != (a = arena_new(c))) first = 0;
+    if (NULL != a) units_mark(a, first, n, true);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    if (NULL == a) return MPI_ERR_NO_MEM;  /* (mem_map said why) */
+    *addr = a->base + (size_t) first * unit;
+    *memh = a->memh;
+    *serial = a->serial;
+    *len = (size_t) n * unit;
     return OMPI_SUCCESS;
 }
 
-void ompi_osc_ucxx_state_give(void *state, ucp_mem_h memh, size_t len, uint32_t serial)
+/* Give back to an arena of class `c` what arena_take gave; false: `memh`
+ * is none of the class's arenas. */
+static bool arena_give(arena_class_t *c, void *addr, ucp_mem_h memh, size_t len)
 {
+    size_t unit = class_unit(c);
     arena_t **at, *a, *gone = NULL;
 
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    for (at = &arenas; NULL != (a = *at) && a->memh != memh; at = &a->next) {
+    for (at = &c->list; NULL != (a = *at) && a->memh != memh; at = &a->next) {
     }
     if (NULL != a) {
-        units_mark(a, (int) (((char *) state - a->base) / ARENA_UNIT), (int) (len / ARENA_UNIT),
-                   false);
-        if (0 == a->used && a != arenas) {
+        units_mark(a, (int) (((char *) addr - a->base) / unit), (int) (len / unit), false);
+        if (0 == a->used && a != c->list) {
             *at = a->next;
             gone = a;
         }
     }
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    if (NULL == a) {
-        ompi_osc_ucxx_kept_put(memh, len, serial);  /* one of its own */
-    } else if (NULL != gone) {
+    if (NULL != gone) {
         ucp_mem_unmap(OSC_UCXX.context, gone->memh);
         free(gone);
+    }
+    return NULL != a;
+}
+
+/* `*len` bytes (or more: `*len` says) of its own, kept or new. */
+static int own_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial)
+{
+    if (ompi_osc_ucxx_kept_take(len, addr, memh, serial)) return OMPI_SUCCESS;
+    return ompi_osc_ucxx_mem_map(addr, *len, true, memh, serial);
+}
+
+int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
+                             size_t *len)
+{
+    int rc;
+
+    if (size > ARENA_UNITS * class_unit(&state_arenas) / 4) {
+        *len = OPAL_ALIGN(size, opal_getpagesize(), size_t);
+        rc = own_take(len, state, memh, serial);
+    } else {
+        rc = arena_take(&state_arenas, size, state, memh, serial, len);
+    }
+    if (OMPI_SUCCESS == rc) memset(*state, 0, size);
+    return rc;
+}
+
+int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_t *serial,
+                              size_t *len)
+{
+    if (size > ARENA_UNITS * class_unit(&window_arenas) / 4) {
+        *len = size;
+        return own_take(len, addr, memh, serial);
+    }
+    return arena_take(&window_arenas, size, addr, memh, serial, len);
+}
+
+void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t serial)
+{
+    if (!arena_give(&state_arenas, addr, memh, len) &&
+        !arena_give(&window_arenas, addr, memh, len)) {
+        ompi_osc_ucxx_kept_put(memh, len, serial);  /* one of its own */
     }
 }
 
 /* Finalize: kept allocations and arenas go back to UCX. */
 void ompi_osc_ucxx_kept_release(void)
 {
+    arena_class_t *classes[] = {&state_arenas, &window_arenas};
+
     while (OSC_UCXX.num_kept > 0) {
         ucp_mem_unmap(OSC_UCXX.context, OSC_UCXX.kept[--OSC_UCXX.num_kept].memh);
     }
-    while (NULL != arenas) {
-        arena_t *a = arenas;
-        arenas = a->next;
-        ucp_mem_unmap(OSC_UCXX.context, a->memh);
-        free(a);
+    for (int i = 0; i < 2; ++i) {
+        while (NULL != classes[i]->list) {
+            arena_t *a = classes[i]->list;
+            classes[i]->list = a->next;
+            ucp_mem_unmap(OSC_UCXX.context, a->memh);
+            free(a);
+        }
     }
 }

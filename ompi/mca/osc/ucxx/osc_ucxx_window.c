@@ -486,16 +486,17 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
     if (NULL != module->data_memh && 0 != module->data_len) {
-        /* MPI_Win_allocate's */
-        ompi_osc_ucxx_kept_put(module->data_memh, module->data_len, module->data_serial);
+        /* MPI_Win_allocate's: the state heads it */
+        ompi_osc_ucxx_mem_give(module->state, module->data_memh, module->data_len,
+                               module->data_serial);
     } else if (NULL != module->data_memh) {
         ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     }
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
     ompi_osc_ucxx_share_release(&module->share);      /* (not ours for shared windows) */
     if (NULL != module->state_memh) {
-        ompi_osc_ucxx_state_give(module->state, module->state_memh, module->state_len,
-                                 module->state_serial);
+        ompi_osc_ucxx_mem_give(module->state, module->state_memh, module->state_len,
+                               module->state_serial);
     }
     ompi_osc_ucxx_wcomm_put(module);
     if (NULL != module->access) OBJ_RELEASE(module->access);
@@ -577,12 +578,14 @@ static bool machine_can_hold(size_t len)
 
 /* The window's memory: allocated by UCX where we allocate it, so peers on
  * the node get true one-sided access; registered where the user owns it.
- * An allocated window and its state segment are one UCX allocation, the
+ * An allocated window and its state segment are one piece of memory, the
  * state on the first page(s), the window from the next page on: one rkey, so
  * creating, mapping (each peer, each worker's link), unmapping and freeing
  * cost one shared-memory segment instead of two (with UCX's sysv transport a
  * shmget/shmat/shmdt each: ~6 us of creation and ~6 us of free with 2
- * ranks).  Failures are this process's; the caller makes them everyone's. */
+ * ranks), and none where the piece comes from an arena (small windows:
+ * osc_ucxx_memory.c).  Failures are this process's; the caller makes them
+ * everyone's. */
 static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t size, int flavor,
                          opal_info_t *info)
 {
@@ -601,12 +604,9 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
                 module->data_len = 0;
                 return MPI_ERR_NO_MEM;
             }
-            if (!ompi_osc_ucxx_kept_take(&module->data_len, &all, &module->data_memh,
-                                         &module->data_serial)) {
-                rc = ompi_osc_ucxx_mem_map(&all, module->data_len, true, &module->data_memh,
-                                &module->data_serial);
-                if (OMPI_SUCCESS != rc) return rc;
-            }
+            rc = ompi_osc_ucxx_window_take(module->data_len, &all, &module->data_memh,
+                                           &module->data_serial, &module->data_len);
+            if (OMPI_SUCCESS != rc) return rc;
             module->state = all;
             module->base = (char *) all + span;
         }
