@@ -34,17 +34,9 @@ static unsigned char pattern(size_t i, int gen) { return (unsigned char) (i * 7 
 /* Is [lo, hi) (page aligned) one mapping of an osc_ucxx shared-memory object? */
 static int pages_shared(uintptr_t lo, uintptr_t hi)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
     char line[512];
-    int found = 0;
-    while (f && !found && fgets(line, sizeof(line), f)) {
-        unsigned long s, e;
-        if (2 == sscanf(line, "%lx-%lx", &s, &e) && s <= lo && hi <= e) {
-            found = NULL != strstr(line, "/dev/shm/osc_ucxx.");
-        }
-    }
-    if (f) fclose(f);
-    return found;
+    return tu_mapping_line(lo, hi, line, sizeof(line)) &&
+           NULL != strstr(line, "/dev/shm/osc_ucxx.");
 }
 
 typedef struct {

@@ -43,18 +43,9 @@ static unsigned char pattern(size_t i, int gen) { return (unsigned char) (i * 7 
 static int page_moved(const void *addr)
 {
     uintptr_t a = (uintptr_t) addr;
-    FILE *f = fopen("/proc/self/maps", "r");
     char line[512];
-    int found = 0;
-    while (f && fgets(line, sizeof(line), f)) {
-        unsigned long s, e;
-        if (2 == sscanf(line, "%lx-%lx", &s, &e) && s <= a && a < e) {
-            found = NULL != strstr(line, "/dev/shm/osc_ucxx.");
-            break;
-        }
-    }
-    if (f) fclose(f);
-    return found;
+    return tu_mapping_line(a, a + 1, line, sizeof(line)) &&
+           NULL != strstr(line, "/dev/shm/osc_ucxx.");
 }
 
 /* Can this process hold off writes with userfaultfd (what the move needs)? */

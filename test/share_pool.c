@@ -73,18 +73,8 @@ static int own_pool_path(const char *line)
 
 static int on_pool(uintptr_t addr)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
     char line[512];
-    int found = 0;
-    while (f && fgets(line, sizeof(line), f)) {
-        unsigned long s, e;
-        if (2 == sscanf(line, "%lx-%lx", &s, &e) && s <= addr && addr < e) {
-            found = own_pool_path(line);
-            break;
-        }
-    }
-    if (f) fclose(f);
-    return found;
+    return tu_mapping_line(addr, addr + 1, line, sizeof(line)) && own_pool_path(line);
 }
 
 /* Bytes this process's pool files hold (their allocated blocks) that are

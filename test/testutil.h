@@ -202,6 +202,21 @@ static inline int tu_on_my_node(MPI_Comm comm, MPI_Comm node, int r)
 }
 
 /* Target displacement for element `disp` (in disp units) at `rank`. */
+/* The /proc/self/maps line of the one mapping that holds all of [lo, hi),
+ * into line[len]; 0 if none does (the shared-memory tests look at where
+ * osc/ucxx moved window pages). */
+static inline int tu_mapping_line(uintptr_t lo, uintptr_t hi, char *line, int len)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    int found = 0;
+    while (f && !found && fgets(line, len, f)) {
+        unsigned long s, e;
+        found = 2 == sscanf(line, "%lx-%lx", &s, &e) && s <= lo && hi <= e;
+    }
+    if (f) fclose(f);
+    return found;
+}
+
 static inline MPI_Aint tu_disp(const tu_win_t *w, int rank, MPI_Aint disp)
 {
     if (TU_DYNAMIC == w->flavor) return w->remote[rank] + disp * w->disp_unit;

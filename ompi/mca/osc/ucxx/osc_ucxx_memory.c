@@ -35,7 +35,7 @@
 /* Allocation and registration */
 
 /* May a freed window's allocation of `len` bytes be kept for a later
- * window (ompi_osc_ucxx_kept_put)? */
+ * window (kept_put)? */
 static bool keepable(size_t len)
 {
     return len <= OSC_UCXX.alloc_cache / 4;
@@ -84,15 +84,16 @@ int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *mem
  *
  * A UCX allocation costs a shared-memory segment to make (shmget + shmat)
  * and to free (shmdt, which gives the pages back): ~5 and ~7 us with 2
- * ranks, most of a window's free.  So what a freed window allocated (an
- * MPI_Win_allocate window's state pages + memory, one memh; a state segment
- * too large for an arena) is kept, up to osc_ucxx_alloc_cache bytes in all,
+ * ranks, most of a window's free.  So what a freed window allocated of its
+ * own (an MPI_Win_allocate window's state pages + memory, one memh, or a
+ * state segment, where too large for an arena) is kept, up to
+ * osc_ucxx_alloc_cache bytes in all,
  * for the next window it fits (at most twice the bytes needed).  Old
  * contents stay: MPI does not initialize MPI_Win_allocate's memory, and
  * state segments are zeroed again.  Peers may keep it mapped (their rkeys,
  * kept by its serial number), which is what the next window on it wants. */
 
-bool ompi_osc_ucxx_kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial)
+static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial)
 {
     int best = -1;
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
@@ -120,7 +121,7 @@ bool ompi_osc_ucxx_kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t
     return true;
 }
 
-void ompi_osc_ucxx_kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
+static void kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
 {
     size_t total = len;
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
@@ -165,7 +166,7 @@ typedef struct arena_t {
 } arena_t;
 
 typedef struct {
-    size_t unit;                           /* bytes; an arena has ARENA_UNITS */
+    size_t unit;                           /* bytes (0: a page); an arena has ARENA_UNITS */
     const char *what;
     arena_t *list;                         /* under OSC_UCXX.lock */
 } arena_class_t;
@@ -173,10 +174,9 @@ typedef struct {
 static arena_class_t state_arenas = {256, "state arena", NULL};
 static arena_class_t window_arenas = {0, "window arena", NULL};  /* (unit: a page) */
 
-static size_t class_unit(arena_class_t *c)
+static size_t class_unit(const arena_class_t *c)
 {
-    if (0 == c->unit) c->unit = opal_getpagesize();
-    return c->unit;
+    return 0 != c->unit ? c->unit : (size_t) opal_getpagesize();
 }
 
 static bool unit_taken(const arena_t *a, int u)
@@ -278,7 +278,7 @@ static bool arena_give(arena_class_t *c, void *addr, ucp_mem_h memh, size_t len)
 /* `*len` bytes (or more: `*len` says) of its own, kept or new. */
 static int own_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial)
 {
-    if (ompi_osc_ucxx_kept_take(len, addr, memh, serial)) return OMPI_SUCCESS;
+    if (kept_take(len, addr, memh, serial)) return OMPI_SUCCESS;
     return ompi_osc_ucxx_mem_map(addr, *len, true, memh, serial);
 }
 
@@ -311,7 +311,7 @@ void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t ser
 {
     if (!arena_give(&state_arenas, addr, memh, len) &&
         !arena_give(&window_arenas, addr, memh, len)) {
-        ompi_osc_ucxx_kept_put(memh, len, serial);  /* one of its own */
+        kept_put(memh, len, serial);  /* one of its own */
     }
 }
 

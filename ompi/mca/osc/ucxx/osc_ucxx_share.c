@@ -436,10 +436,11 @@ static int replace_pages(uint64_t lo, size_t len, int fd, uint64_t off, int held
 /* A new pool file, sparse: its pages exist once written. */
 static int pool_new(void)
 {
-    pool_t *p = &pools[pool_count];
-    char path[sizeof(SHM_PREFIX) + sizeof(p->name)];
+    char path[sizeof(SHM_PREFIX) + sizeof(pools[0].name)];
+    pool_t *p;
 
     if (POOL_MAX == pool_count) return -1;
+    p = &pools[pool_count];
     snprintf(p->name, sizeof(p->name), "%.36s/p%u", own_dir, own_serial++);
     snprintf(path, sizeof(path), SHM_PREFIX "%.39s", p->name);
     p->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

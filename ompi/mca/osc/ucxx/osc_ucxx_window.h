@@ -188,16 +188,13 @@ int ompi_osc_ucxx_wcomm_close(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_wcomm_put(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_wcomm_fini(void);
 /* Window memory (osc_ucxx_memory.c): UCX allocation or registration
- * (`serial`: the number peers keep its rkey by, 0 for none); freed
- * windows' allocations kept for the next window that fits (take: at least
- * `*len` bytes, which it sets to what it gives); state segments (zeroed)
- * and MPI_Win_allocate memory (not), from arenas shared by the windows
- * alive where small, given back with mem_give.  Finalize releases what is
- * kept. */
+ * (`serial`: the number peers keep its rkey by, 0 for none); state
+ * segments (zeroed) and MPI_Win_allocate memory (not), from arenas shared
+ * by the windows alive where small, else of their own (a freed window's
+ * where one fits); take sets `*len` to what it gives, mem_give gives it
+ * back.  Finalize releases what is kept. */
 int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
                           uint32_t *serial);
-bool ompi_osc_ucxx_kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial);
-void ompi_osc_ucxx_kept_put(ucp_mem_h memh, size_t len, uint32_t serial);
 int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
                              size_t *len);
 int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_t *serial,

@@ -793,7 +793,7 @@ int ompi_osc_ucxx_main_address(const void **addr, size_t *len)
  * once per worker that reached the peer: ~20 % of a dynamic window's
  * create-attach-put-detach-free cycle on each side (perf, bench/rma_mh
  * dyn_cr).  But the peer reuses its freed windows' allocations
- * (osc_ucxx_memory.c, ompi_osc_ucxx_kept_take), and windows alive together
+ * (osc_ucxx_memory.c, kept allocations), and windows alive together
  * share state arenas, so the next window names the same one
  * again.  So a worker keeps its unpacked rkeys, keyed by the peer and the
  * allocation's serial number (the peer's count of UCX allocations; a
