@@ -30,6 +30,22 @@
  *     communicator kept, the others do not: without the agreement that a
  *     creation makes under MPI_THREAD_MULTIPLE, a hang.  FROUNDS (-f,
  *     default 6) times.
+ *  G. WINS (-w, default 24) windows alive at once over one communicator
+ *     (below MPI_THREAD_MULTIPLE all on one shared duplicate of it, each
+ *     named on the wire by its number there), of every flavor in turn, each
+ *     with its own values: fences on all of them (a put each), exclusive
+ *     locks with fetch_and_op, gets from every dynamic window (whose region
+ *     lookups are active messages naming the window: one for a wrong window
+ *     answers with its regions) and a window from a memory handle of each
+ *     dynamic window (the handle names the parent window); then every third
+ *     window freed, as many new ones made and everything checked again.
+ *     The run line with osc_ucxx_comm_windows 3 makes a new shared
+ *     duplicate every 3 windows while the older ones live on.
+ * --mt0: rank 0 alone asks for MPI_THREAD_MULTIPLE.  Its windows cannot
+ * share a communicator, so the others' must not either: the first window
+ * over each communicator agrees on it (else the others run a window's
+ * collectives on a shared duplicate while rank 0 runs them on its own: a
+ * hang or mixed values).
  * The run lines also turn keeping off (osc_ucxx_keep_comm 0). */
 #include "testutil.h"
 #include "mpix_ucxx.h"
@@ -160,13 +176,119 @@ static void passing(MPI_Comm c, int tag)
     check_window(c, TU_ALLOCATE, tag + 2, "F after");
 }
 
+/* G: see the file comment. */
+typedef struct {
+    tu_win_t w;
+    int tag;
+} gwin_t;
+
+static void g_open(MPI_Comm c, gwin_t *g, int flavor, int tag)
+{
+    int r;
+    MPI_Comm_rank(c, &r);
+    g->tag = tag;
+    tu_win_create(flavor, N * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, c, &g->w);
+    if (MPI_WIN_NULL == g->w.win) tu_win_create(TU_ALLOCATE, N * sizeof(int64_t),
+                                                sizeof(int64_t), MPI_INFO_NULL, c, &g->w);
+    for (int i = 0; i < N; ++i) ((int64_t *) g->w.base)[i] = pattern(r, tag, i);
+}
+
+/* Every live window: a fenced put into the previous rank's element 1, an
+ * exclusive fetch_and_op(+1) on the next rank's element 2, a get of the
+ * next rank's elements 3.. (and through a memory handle for dynamic ones);
+ * then each checks its own.  `round` tells the checks apart. */
+static void g_check(MPI_Comm c, gwin_t *g, int n, int round)
+{
+    int r, np, nx, pv;
+    MPI_Comm_rank(c, &r);
+    MPI_Comm_size(c, &np);
+    nx = (r + 1) % np;
+    pv = (r + np - 1) % np;
+    for (int k = 0; k < n; ++k) {
+        tu_win_t *w = &g[k].w;
+        int64_t mark = -(int64_t) (g[k].tag * 100 + round), one = 1, old = 0, got[4];
+        TU_MPI(MPI_Win_fence(0, w->win));
+        TU_MPI(MPI_Put(&mark, 1, MPI_INT64_T, pv, tu_disp(w, pv, 1), 1, MPI_INT64_T, w->win));
+        TU_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, w->win));
+        TU_CHECK(((int64_t *) w->base)[1] == mark, "G round %d window %d (%s): put %lld, "
+                 "expected %lld", round, k, tu_flavor_names[w->flavor],
+                 (long long) ((int64_t *) w->base)[1], (long long) mark);
+        TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, nx, 0, w->win));
+        TU_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, nx, tu_disp(w, nx, 2), MPI_SUM, w->win));
+        TU_MPI(MPI_Get(got, 4, MPI_INT64_T, nx, tu_disp(w, nx, 3), 4, MPI_INT64_T, w->win));
+        TU_MPI(MPI_Win_unlock(nx, w->win));
+        TU_CHECK(old == pattern(nx, g[k].tag, 2) + round, "G round %d window %d (%s): "
+                 "fetched %lld, expected %lld", round, k, tu_flavor_names[w->flavor],
+                 (long long) old, (long long) pattern(nx, g[k].tag, 2) + round);
+        for (int i = 0; i < 4; ++i) {
+            TU_CHECK(got[i] == pattern(nx, g[k].tag, 3 + i), "G round %d window %d (%s): "
+                     "got[%d] = %lld, expected %lld", round, k, tu_flavor_names[w->flavor],
+                     i, (long long) got[i], (long long) pattern(nx, g[k].tag, 3 + i));
+        }
+        if (TU_DYNAMIC == w->flavor) {
+            char mine[MPIX_MAX_MEMHANDLE_SIZE], theirs[MPIX_MAX_MEMHANDLE_SIZE];
+            int ms = 0;
+            MPI_Win hw = MPI_WIN_NULL;
+            MPI_Status st;
+            int64_t v = 0;
+            TU_MPI(MPIX_Memhandle_create(w->base, N * sizeof(int64_t), MPI_INFO_NULL, w->win,
+                                         mine, &ms));
+            MPI_Sendrecv(mine, ms, MPI_BYTE, pv, 9, theirs, sizeof(theirs), MPI_BYTE, nx, 9, c,
+                         &st);
+            TU_MPI(MPIX_Win_from_memhandle(theirs, N * sizeof(int64_t), sizeof(int64_t),
+                                           MPI_INFO_NULL, nx, w->win, &hw));
+            TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, nx, 0, w->win));
+            TU_MPI(MPI_Get(&v, 1, MPI_INT64_T, nx, 5, 1, MPI_INT64_T, hw));
+            TU_MPI(MPI_Win_unlock(nx, w->win));
+            TU_CHECK(v == pattern(nx, g[k].tag, 5), "G round %d window %d: through a memory "
+                     "handle %lld, expected %lld", round, k, (long long) v,
+                     (long long) pattern(nx, g[k].tag, 5));
+            TU_MPI(MPI_Win_free(&hw));
+            MPI_Barrier(c);
+            TU_MPI(MPIX_Memhandle_release(mine, w->win));
+        }
+    }
+}
+
+static void many_alive(MPI_Comm c, int wins, int *tag)
+{
+    gwin_t *g = calloc((size_t) wins, sizeof(*g));
+    int f = 0;
+    for (int k = 0; k < wins; ++k) {
+        while (!tu_flavor_or_all(f % TU_NFLAVORS_ALL)) f++;
+        g_open(c, &g[k], f++ % TU_NFLAVORS_ALL, ++*tag);
+    }
+    MPI_Barrier(c);
+    g_check(c, g, wins, 0);
+    for (int k = 0; k < wins; k += 3) {
+        int flavor = g[k].w.flavor;
+        tu_win_free(&g[k].w);
+        g_open(c, &g[k], flavor, ++*tag);
+    }
+    MPI_Barrier(c);
+    /* (round 1: the new windows were never fetched-and-added) */
+    for (int k = 0; k < wins; k += 3) {
+        int64_t *m = g[k].w.base;
+        m[2] += 1;
+    }
+    MPI_Barrier(c);
+    g_check(c, g, wins, 1);
+    for (int k = wins - 1; k >= 0; --k) tu_win_free(&g[k].w);
+    free(g);
+}
+
 int main(int argc, char **argv)
 {
     int rounds = (int) tu_opt_long(argc, argv, "-r", 40);
     int frounds = (int) tu_opt_long(argc, argv, "-f", 6);
+    int wins = (int) tu_opt_long(argc, argv, "-w", 24);
     int tag = 1;
 
     mt = tu_mt = tu_opt_flag(argc, argv, "--mt");
+    if (tu_opt_flag(argc, argv, "--mt0")) {   /* (rank 0 alone: no part F) */
+        const char *r = getenv("OMPI_COMM_WORLD_RANK");
+        tu_mt = NULL != r && 0 == atoi(r);
+    }
     tu_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
@@ -232,6 +354,12 @@ int main(int argc, char **argv)
         }
         MPI_Comm_free(&c);
     }
+
+    /* G */
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    many_alive(c, wins, &tag);
+    many_alive(MPI_COMM_WORLD, wins / 2, &tag);
+    MPI_Comm_free(&c);
 
     /* A communicator stays kept for MPI_COMM_WORLD: MPI_Finalize takes it. */
     check_window(MPI_COMM_WORLD, TU_ALLOCATE, ++tag, "last");

@@ -4,7 +4,7 @@
  *
  * Active messages (UCP AM): the path for what RDMA cannot carry.
  *
- * Messages name their window by the window communicator's context id.
+ * Messages name their window by its id (osc_ucxx_wcomm.c).
  * Handlers run inside ucp_worker_progress, so they never issue UCX
  * operations, never progress, and never wait: what needs any of that (a reply,
  * work blocked on a busy stripe lock) goes on a queue that

@@ -15,7 +15,7 @@ BEGIN_C_DECLS
 
 /* Every message starts with this. */
 typedef struct {
-    uint32_t cid;      /* window communicator's context id */
+    uint32_t cid;      /* the window's id (osc_ucxx_wcomm.c) */
     int32_t from;      /* sender's rank in the window */
 } ompi_osc_ucxx_am_hdr_t;
 

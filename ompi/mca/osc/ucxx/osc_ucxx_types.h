@@ -72,6 +72,7 @@ typedef struct ompi_osc_ucxx_epoch_t ompi_osc_ucxx_epoch_t;       /* epoch.h */
 typedef struct ompi_osc_ucxx_request_t ompi_osc_ucxx_request_t;   /* request.h */
 typedef struct ompi_osc_ucxx_shseg_t ompi_osc_ucxx_shseg_t;       /* share.h */
 typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam.c */
+typedef struct ompi_osc_ucxx_shared_comm_t ompi_osc_ucxx_shared_comm_t;  /* wcomm.c */
 
 /* ------------------------------------------------------------------------- */
 /* Component                                                                 */
@@ -101,7 +102,8 @@ typedef struct ompi_osc_ucxx_component_t {
     bool share_pmq;           /* ... finding mappings by PROCMAP_QUERY (osc_ucxx_share.c) */
     unsigned long share_chunk;  /* ... peers mapping our pool this many bytes at a time */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
-    bool keep_comm;           /* freed windows' communicators kept (osc_ucxx_wcomm.c) */
+    bool keep_comm;           /* windows' communicators shared or kept (osc_ucxx_wcomm.c) */
+    unsigned comm_windows;    /* ... window ids on one shared communicator */
     int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */
     bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
     /* Accumulates (osc_ucxx_accumulate.c, osc_ucxx_acc_am.c) */

@@ -692,7 +692,6 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     if (OMPI_SUCCESS != rc) {
         goto fail;
     }
-    module->cid = ompi_osc_ucxx_comm_cid(module->comm);
     module->rank = ompi_comm_rank(module->comm);
     module->size = ompi_comm_size(module->comm);
 

@@ -28,8 +28,9 @@ struct ompi_osc_ucxx_module_t {
     ompi_osc_ucxx_module_t *next_zombie;
     ompi_communicator_t *comm;      /* ours (osc_ucxx_wcomm.c) */
     struct ompi_osc_ucxx_wcomm_t *wcomm;  /* the application communicator's entry */
+    ompi_osc_ucxx_shared_comm_t *shared_comm;  /* `comm`, if shared with other windows */
     bool keep_comm;                 /* every process leaves `comm` to the next window */
-    uint32_t cid;
+    uint32_t cid;                   /* the window's id on the wire (osc_ucxx_wcomm.c) */
     int rank;
     int size;
     int flavor;
@@ -180,9 +181,10 @@ void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective)
 void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
 bool ompi_osc_ucxx_all_on_node(ompi_osc_ucxx_module_t *module);
-/* The window's communicator, kept for the next window over the same
- * application communicator (osc_ucxx_wcomm.c): get at creation, close as
- * the closing barrier of the collective free, put when the core goes. */
+/* The window's communicator and id (osc_ucxx_wcomm.c), shared with the
+ * other windows over the same application communicator or kept for the
+ * next one: get at creation, close as the closing barrier of the
+ * collective free, put when the core goes. */
 int ompi_osc_ucxx_wcomm_get(ompi_osc_ucxx_module_t *module, ompi_communicator_t *comm);
 int ompi_osc_ucxx_wcomm_close(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_wcomm_put(ompi_osc_ucxx_module_t *module);
@@ -201,8 +203,7 @@ int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_
                               size_t *len);
 void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t serial);
 void ompi_osc_ucxx_kept_release(void);
-/* The core a window communicator's context id names (component.c), for
- * active messages. */
+/* The core a window id names (component.c), for active messages. */
 ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid);
 
 END_C_DECLS
