@@ -118,12 +118,25 @@ int ompi_osc_ucxx_am_send_flags(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_wo
     return OMPI_SUCCESS;
 }
 
+/* Whether a window's messages may run: one still being created is in the
+ * window table before it is ready (osc_ucxx_window.c), and what arrives for
+ * it waits in the queue. */
+static bool window_ready(ompi_osc_ucxx_module_t *module)
+{
+    if (!module->ready) return false;
+    opal_atomic_rmb();
+    return true;
+}
+
 /* Run one queued item; true when it is done (not blocked). */
 static bool drain_one(am_work_t *work)
 {
     ompi_osc_ucxx_module_t *module = ompi_osc_ucxx_window_lookup(work->cid);
     int rc = OMPI_SUCCESS;
 
+    if (NULL != module && !window_ready(module)) {
+        return false;
+    }
     if (NULL != module && NULL != am_handlers[work->kind]) {
         rc = am_handlers[work->kind](module, work->peer, work->data, work->len, true);
     }
@@ -227,8 +240,8 @@ static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_len
     }
     memcpy(buf, header, header_length);
     memcpy(buf + header_length, data, length);
-    if (OSC_UCXX_AM_ACC == kind && module->am_deferred > 0) {
-        rc = OMPI_ERR_WOULD_BLOCK;  /* behind the ones queued already */
+    if (!window_ready(module) || (OSC_UCXX_AM_ACC == kind && module->am_deferred > 0)) {
+        rc = OMPI_ERR_WOULD_BLOCK;  /* still being created, or behind the ones queued */
     } else {
         rc = am_handlers[kind](module, from, buf, header_length + length, false);
     }

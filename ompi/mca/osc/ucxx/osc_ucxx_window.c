@@ -9,6 +9,10 @@
  * (osc_ucxx_target.c).  It also says whether the process's setup failed
  * (its memory, typically): then every process fails the creation, since
  * each asks for its own size and one cannot leave the others waiting.
+ * Nothing follows the exchange collectively: a peer's creation returns once
+ * it has everyone's part, so the window is in the table before its part is
+ * given, and active messages that reach it before it is ready wait in the
+ * queue (osc_ucxx_am.c) instead of behind a closing barrier.
  */
 
 #include "ompi_config.h"
@@ -709,25 +713,29 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
         if (NULL == module->ltab) rc = OMPI_ERR_OUT_OF_RESOURCE;
         else module->ltab->cap = OSC_UCXX.workers_cap;
     }
-    /* A failure so far may be this process's alone (each asks for its own
-     * size): the exchange carries it, so that every process fails together
-     * and none waits in a collective for a peer that gave up. */
-    rc = exchange(module, rc);
-    if (OMPI_SUCCESS != rc) goto fail;
-
-    view = ompi_osc_ucxx_view_new(module, true);
-    if (NULL == view) {
-        rc = OMPI_ERR_OUT_OF_RESOURCE;
-        goto fail;
-    }
-    win->w_osc_module = &view->super;
-    *model = MPI_WIN_UNIFIED;
-    ompi_osc_ucxx_subscribe_info(win);
-
+    /* In the table before the exchange: a peer may send us active messages
+     * as soon as its creation returns, which it can only do once we have
+     * given our part of the exchange; they wait in the queue until this
+     * window is ready (osc_ucxx_am.c), so no barrier ends the creation. */
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
     opal_hash_table_set_value_uint32(&OSC_UCXX.windows, module->cid, module);  /* the core */
     OSC_UCXX.num_modules++;
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+
+    /* A failure so far may be this process's alone (each asks for its own
+     * size): the exchange carries it, so that every process fails together
+     * and none waits in a collective for a peer that gave up. */
+    rc = exchange(module, rc);
+    if (OMPI_SUCCESS != rc) goto fail_registered;
+
+    view = ompi_osc_ucxx_view_new(module, true);
+    if (NULL == view) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+        goto fail_registered;
+    }
+    win->w_osc_module = &view->super;
+    *model = MPI_WIN_UNIFIED;
+    ompi_osc_ucxx_subscribe_info(win);
 
     /* Can peers reach us one-sidedly?  Not into user memory; and if a
      * neighbour cannot be mapped, assume no peer can (same transports).
@@ -739,11 +747,8 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
                     ((MPI_WIN_FLAVOR_CREATE == flavor || MPI_WIN_FLAVOR_SHARED == flavor) &&
                      size > 0);
 
-    /* Nobody may send us active messages for this window before it is in
-     * the table. */
-    rc = module->comm->c_coll->coll_barrier(module->comm,
-                                            module->comm->c_coll->coll_barrier_module);
-    if (OMPI_SUCCESS != rc) goto fail_registered;
+    opal_atomic_wmb();
+    module->ready = true;
     OSC_UCXX_VERBOSE(10, "window %u created: flavor %d, %zu bytes, %d ranks, fences through "
                      "%s", module->cid, flavor, size, module->size,
                      module->fence_by_state ? "state segments" : "the communicator's barrier");

@@ -25,6 +25,7 @@ struct ompi_osc_ucxx_module_t {
     opal_object_t super;
     volatile int32_t refcount;      /* views on this core */
     bool original_freed;            /* the collective handle is gone */
+    volatile bool ready;            /* created: its active messages may run (am.c) */
     ompi_osc_ucxx_module_t *next_zombie;
     ompi_communicator_t *comm;      /* ours (osc_ucxx_wcomm.c) */
     struct ompi_osc_ucxx_wcomm_t *wcomm;  /* the application communicator's entry */
