@@ -201,7 +201,6 @@ static inline int tu_on_my_node(MPI_Comm comm, MPI_Comm node, int r)
     return MPI_UNDEFINED != tr;
 }
 
-/* Target displacement for element `disp` (in disp units) at `rank`. */
 /* The /proc/self/maps line of the one mapping that holds all of [lo, hi),
  * into line[len]; 0 if none does (the shared-memory tests look at where
  * osc/ucxx moved window pages). */
@@ -217,6 +216,7 @@ static inline int tu_mapping_line(uintptr_t lo, uintptr_t hi, char *line, int le
     return found;
 }
 
+/* Target displacement for element `disp` (in disp units) at `rank`. */
 static inline MPI_Aint tu_disp(const tu_win_t *w, int rank, MPI_Aint disp)
 {
     if (TU_DYNAMIC == w->flavor) return w->remote[rank] + disp * w->disp_unit;
