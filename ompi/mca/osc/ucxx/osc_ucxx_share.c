@@ -318,6 +318,26 @@ static int classify(uint64_t lo, uint64_t hi, vma_t *ours)
     return (covered >= hi && kind > 0) ? kind : 0;
 }
 
+/* Room for `n` more entries in own[]. */
+static bool own_room(int n)
+{
+    if (own_count + n > own_cap) {
+        int cap = own_cap ? 2 * own_cap : 16;
+        void *tmp = realloc(own, cap * sizeof(*own));
+        if (NULL == tmp) return false;
+        own = tmp;
+        own_cap = cap;
+    }
+    return true;
+}
+
+/* Room for one more (before a move: a move it could not count would look
+ * unused to classify()). */
+static bool own_reserve(void)
+{
+    return own_room(1);
+}
+
 /* (own_reserve made room) */
 static void own_add(int pool, uint64_t lo, uint64_t hi, uint64_t off)
 {
@@ -333,20 +353,45 @@ static void pool_punch(int pool, uint64_t off, uint64_t len)
                      (off_t) len);
 }
 
-/* After a move of [lo, hi): earlier moves wholly inside it are mapped
- * nowhere here now; their pool pages go. */
-static void own_drop_inside(uint64_t lo, uint64_t hi)
+/* After a move of [lo, hi): no record may describe pages there any more.
+ * One that overlaps it keeps only what lies outside (split in two where it
+ * reaches past both ends), and where no window uses it, its pool pages
+ * inside go back.  (Cutting only the records wholly inside left one that
+ * reached past the move: after memory given up and moved again in pieces,
+ * the kernel merged the pieces' mappings into that record's bounds, and
+ * own_find() handed out its old pool offsets, where peers read the first
+ * move's data: share_stale.) */
+static void own_cut(uint64_t lo, uint64_t hi)
 {
-    int kept = 0;
-
     for (int i = 0; i < own_count; ++i) {
-        if (0 == own[i].users && own[i].lo >= lo && own[i].hi <= hi) {
-            pool_punch(own[i].pool, own[i].off, own[i].hi - own[i].lo);
-        } else {
-            own[kept++] = own[i];  /* (in order: own_find looks newest first) */
+        own_move_t e = own[i];
+        uint64_t from = e.lo > lo ? e.lo : lo, to = e.hi < hi ? e.hi : hi;
+        bool left = e.lo < lo, right = e.hi > hi;
+
+        if (e.hi <= lo || e.lo >= hi) continue;
+        if (0 == e.users) pool_punch(e.pool, e.off + (from - e.lo), to - from);
+        if (left && right && !own_room(2)) {  /* (one more, and own_add's) */
+            right = false;  /* (the right part's pages stay on the pool, unrecorded) */
+        }
+        if (left) {
+            own[i].hi = lo;
+        }
+        if (right) {
+            own_move_t rest = {hi, e.hi, e.off + (hi - e.lo), e.pool, e.users};
+            if (left) {  /* (in order: own_find looks newest first) */
+                memmove(&own[i + 2], &own[i + 1], (size_t) (own_count - i - 1) * sizeof(*own));
+                own[++i] = rest;
+                own_count++;
+            } else {
+                own[i] = rest;
+            }
+        }
+        if (!left && !right) {
+            memmove(&own[i], &own[i + 1], (size_t) (own_count - i - 1) * sizeof(*own));
+            own_count--;
+            i--;
         }
     }
-    own_count = kept;
 }
 
 /* Is own[i] still mapped where we put it?  One readlink of its
@@ -618,20 +663,6 @@ void ompi_osc_ucxx_share_prepare(void)
     }
 }
 
-/* Room for one more entry in own[] (before a move: a move it could not
- * count would look unused to classify()). */
-static bool own_reserve(void)
-{
-    if (own_count == own_cap) {
-        int cap = own_cap ? 2 * own_cap : 16;
-        void *tmp = realloc(own, cap * sizeof(*own));
-        if (NULL == tmp) return false;
-        own = tmp;
-        own_cap = cap;
-    }
-    return true;
-}
-
 /* Share [lo, hi) (whole pages): already on a pool (ours, or a peer's whose
  * memory the application passed on), or moved onto ours.  `edges`: the
  * range holds bytes outside the window. */
@@ -648,7 +679,7 @@ static bool share_pages(uint64_t lo, uint64_t hi, bool edges, ompi_osc_ucxx_shar
         if (pool_by_path(ours.path) >= 0) own_use(lo, hi, 1);
     } else if (2 == kind && own_dir_ready() && own_reserve()) {
         if (move_pages(lo, hi, edges, &pool, &off)) {
-            own_drop_inside(lo, hi);
+            own_cut(lo, hi);
             own_add(pool, lo, hi, off);
             /* "/osc_ucxx.<10 digits>.<10 digits>/p<10 digits>" fits desc->name */
             snprintf(desc->name, sizeof(desc->name), "%s", pools[pool].name);
