@@ -253,10 +253,11 @@ static int component_register(void)
     param("early_start",
           "Bring UCX up during MPI_Init when osc/ucxx is selected explicitly (--mca osc ucxx) "
           "or by priority: the context, the main worker (its address goes into Open MPI's "
-          "modex), an endpoint to the next rank on the node and a first registration, so that "
-          "the first window pays none of UCX's first-use costs (MPI_Init takes ~7 ms longer "
-          "with UCX 1.13). 0: the first window does it (a program that never makes a window "
-          "pays nothing)",
+          "modex), an endpoint to the next rank on the node, an rkey each of allocated and "
+          "registered memory unpacked on it, the first state arena and one move of a scratch "
+          "page onto shared memory, so that the first window pays none of the first-use costs "
+          "(MPI_Init takes ~7 ms longer with UCX 1.13). 0: the first window does it (a "
+          "program that never makes a window pays nothing)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.early_start);
 
@@ -399,7 +400,10 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     opal_hash_table_init(&OSC_UCXX.windows, 64);
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
     OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
-    ompi_osc_ucxx_context_warm();  /* if component_open started UCX */
+    if (ompi_osc_ucxx_context_warm()) {  /* if component_open started UCX */
+        ompi_osc_ucxx_state_warm();
+        ompi_osc_ucxx_share_warm();
+    }
     return OMPI_SUCCESS;
 }
 

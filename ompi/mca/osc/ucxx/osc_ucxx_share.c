@@ -30,7 +30,8 @@
  * parameter osc_ucxx_share_user_memory=0 turns all of this off.
  *
  * The pool: one sparse file per process (another when it is full),
- * /dev/shm/osc_ucxx.<jobid>.<vpid>/p<n>, which we remove at finalize and
+ * /dev/shm/osc_ucxx.<jobid>.<vpid>/p<n>, made in MPI_Init where the early
+ * start runs (share_warm) or by the first move, which we remove at finalize and
  * whose directory is registered with the PMIx server for removal when the
  * process ends any other way (killed, aborted), as btl/vader does with its
  * segment.  Each move takes offsets never used before (pool_carve); pages
@@ -630,7 +631,8 @@ static void fork_child(void)
  * That registration is a message nobody answers (PMIx's register_cleanup
  * sends it and returns; job control, which could wait for the
  * answer, aborts in some Open MPI 4.1 builds), so we make the directory as
- * early as we can: when a window that may share user memory is created. */
+ * early as we can: in MPI_Init with the early start (share_warm), else when
+ * a window that may share user memory is created. */
 static bool own_dir_ready(void)
 {
     char path[sizeof(SHM_PREFIX) + sizeof(own_dir)];
@@ -661,6 +663,28 @@ void ompi_osc_ucxx_share_prepare(void)
         (void) own_dir_ready();
         OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     }
+}
+
+/* The early start (component_init, in MPI_Init): one move of a scratch
+ * page, so that the first window's finds the directory (its registration
+ * with the PMIx server), the pool, the userfaultfd and the /proc
+ * descriptors made, and the first use of each system call paid: 150-400 us
+ * of a first MPI_Win_create otherwise.  The page goes at once; its pool
+ * page is given back when a later move reaches its addresses (own_cut),
+ * else at finalize with the pool. */
+void ompi_osc_ucxx_share_warm(void)
+{
+    size_t page = (size_t) sysconf(_SC_PAGESIZE);
+    ompi_osc_ucxx_share_t desc;
+    char *p;
+
+    if (!OSC_UCXX.share_user || !OSC_UCXX.use_direct) return;
+    p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (MAP_FAILED == p) return;
+    p[0] = 1;
+    (void) ompi_osc_ucxx_share_user(p, page, &desc);
+    ompi_osc_ucxx_share_release(&desc);
+    munmap(p, page);
 }
 
 /* Share [lo, hi) (whole pages): already on a pool (ours, or a peer's whose

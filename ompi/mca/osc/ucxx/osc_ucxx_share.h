@@ -26,6 +26,7 @@ int ompi_osc_ucxx_share_segment(struct ompi_communicator_t *comm, size_t size, b
                                 ompi_osc_ucxx_shseg_t **seg, ompi_osc_ucxx_share_t *desc);
 void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg);
 void ompi_osc_ucxx_share_prepare(void);
+void ompi_osc_ucxx_share_warm(void);
 int ompi_osc_ucxx_share_user(void *base, size_t len, ompi_osc_ucxx_share_t *desc);
 void ompi_osc_ucxx_share_release(const ompi_osc_ucxx_share_t *desc);
 char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *desc);

@@ -198,6 +198,7 @@ void ompi_osc_ucxx_wcomm_fini(void);
  * back.  Finalize releases what is kept. */
 int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *memh,
                           uint32_t *serial);
+void ompi_osc_ucxx_state_warm(void);
 int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
                              size_t *len);
 int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_t *serial,

@@ -27,10 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 
 #include "ompi/proc/proc.h"
 #include "ompi/runtime/mpiruntime.h"
+#include "opal/util/sys_limits.h"
 
 #include "osc_ucxx_window.h"
 #include "osc_ucxx_am.h"
@@ -291,8 +293,14 @@ static int ucx_context_create(ucp_context_h *context)
  *     node (ompi_osc_ucxx_context_start).
  *  2. component_init, after the modex: the rest of the setup (the main
  *     worker object, progress), an endpoint to the next rank on this node,
- *     which a window over MPI_COMM_WORLD probes first, and one registration
- *     (ompi_osc_ucxx_context_warm).
+ *     which a window over MPI_COMM_WORLD probes first, and one rkey each of
+ *     memory UCX allocated and of memory it registered, unpacked on that
+ *     endpoint (ompi_osc_ucxx_context_warm: UCX's first unpack of an rkey
+ *     of a kind costs ~15 us for allocated memory and ~100 us for
+ *     registered memory, which the first MPI_Win_create paid mapping its
+ *     neighbour's window); then the component's own first uses
+ *     (component_init: the first state arena, the first move of user
+ *     memory).
  * Both run on the thread in MPI_Init: only it may own the heap's break
  * (ucx_context_create), and a thread of ours would compete with MPI_Init
  * for the cores without shortening it. */
@@ -400,14 +408,47 @@ static bool node_neighbour(opal_process_name_t *out)
     return UINT32_MAX != name.vpid;
 }
 
-void ompi_osc_ucxx_context_warm(void)
+/* Pack the rkey of `memh`, unpack it on `ep` (NULL: none) and map it as a
+ * window's peer would, then let it all go. */
+static void warm_rkey(ucp_ep_h ep, ucp_mem_h memh, void *addr)
+{
+    ucp_rkey_h rkey;
+    size_t len;
+    void *packed, *ptr;
+
+    if (NULL == ep || UCS_OK != ucp_rkey_pack(OSC_UCXX.context, memh, &packed, &len)) return;
+    if (UCS_OK == ucp_ep_rkey_unpack(ep, packed, &rkey)) {
+        (void) ucp_rkey_ptr(rkey, (uint64_t) (uintptr_t) addr, &ptr);
+        ucp_rkey_destroy(rkey);
+    }
+    ucp_rkey_buffer_release(packed);
+}
+
+/* A page UCX allocates (`address` NULL) or registers, through warm_rkey. */
+static void warm_memory(ucp_ep_h ep, void *address)
+{
+    ucp_mem_map_params_t params;
+    ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
+    ucp_mem_h memh;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                        UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    params.address = address;
+    params.length = opal_getpagesize();
+    params.flags = NULL == address ? UCP_MEM_MAP_ALLOCATE : 0;
+    if (UCS_OK != ucp_mem_map(OSC_UCXX.context, &params, &memh)) return;
+    if (UCS_OK == ucp_mem_query(memh, &attr)) warm_rkey(ep, memh, attr.address);
+    ucp_mem_unmap(OSC_UCXX.context, memh);
+}
+
+bool ompi_osc_ucxx_context_warm(void)
 {
     opal_process_name_t peer;
-    ucp_mem_map_params_t params;
-    ucp_mem_h memh;
-    ucp_ep_h ep;
+    ucp_ep_h ep = NULL;
+    void *page;
 
-    if (NULL == early.worker || OMPI_SUCCESS != ompi_osc_ucxx_context_init()) return;
+    if (NULL == early.worker || OMPI_SUCCESS != ompi_osc_ucxx_context_init()) return false;
     if (!node_neighbour(&peer)) {
         OSC_UCXX_VERBOSE(10, "no other rank on this node known: no endpoint during MPI_Init");
     } else if (!address_from_modex(&peer)) {
@@ -416,14 +457,18 @@ void ompi_osc_ucxx_context_warm(void)
     } else if (OMPI_SUCCESS == get_ep(OSC_UCXX.main_worker, ompi_osc_ucxx_name_key(&peer), &ep)) {
         OSC_UCXX_VERBOSE(10, "endpoint to rank %u on this node made during MPI_Init",
                          (unsigned) peer.vpid);
+    } else {
+        ep = NULL;
     }
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    params.length = 4096;
-    params.flags = UCP_MEM_MAP_ALLOCATE;
-    if (UCS_OK == ucp_mem_map(OSC_UCXX.context, &params, &memh)) {
-        ucp_mem_unmap(OSC_UCXX.context, memh);
+    warm_memory(ep, NULL);
+    page = mmap(NULL, opal_getpagesize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                -1, 0);
+    if (MAP_FAILED != page) {
+        *(volatile char *) page = 0;  /* (memory a window would bring has pages) */
+        warm_memory(ep, page);
+        munmap(page, opal_getpagesize());
     }
+    return true;
 }
 
 /* What the early start made: the context, and the main worker's UCP worker

@@ -49,7 +49,7 @@ typedef struct {
 extern __thread ompi_osc_ucxx_tls_t ompi_osc_ucxx_tls;
 
 void ompi_osc_ucxx_context_start(void);  /* component_open, in MPI_Init */
-void ompi_osc_ucxx_context_warm(void);   /* component_init, if started */
+bool ompi_osc_ucxx_context_warm(void);   /* component_init: true if started */
 int ompi_osc_ucxx_context_init(void);
 void ompi_osc_ucxx_context_fini(void);
 ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
