@@ -36,7 +36,7 @@
 set -euo pipefail
 
 # The tests run under ASan: programs of test/*.list whose name matches.
-ASAN_TESTS=${ASAN_TESTS:-'^(threads|win_reuse|win_comm|win_alive|win_early|at_barrier|share_edges|share_pool|share_stale|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
+ASAN_TESTS=${ASAN_TESTS:-'^(threads|win_reuse|win_comm|win_alive|win_early|at_barrier|share_edges|share_pool|share_stale|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${ASAN_DIR:-$top/build-asan}

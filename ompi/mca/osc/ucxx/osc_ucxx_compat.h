@@ -10,6 +10,7 @@
  *   what                       4.1                        5.0
  *   mutexes                    opal/threads/mutex.h       opal/mca/threads/mutex.h
  *   info subscriber callbacks  char * in and out          const char * in and out
+ *   info entries               char key[], char *value    opal_cstring_t key and value
  *   opal_info_get / nthkey     copy into a buffer         an opal_cstring_t to release
  *   a communicator's id        ompi_comm_get_cid          ompi_comm_get_local_cid, global
  *                                                         only with a parent communicator
@@ -66,6 +67,15 @@ typedef char *ompi_osc_ucxx_info_str_t;
 #define OMPI_OSC_UCXX_INFO_CB(name)                                                              \
     ompi_osc_ucxx_info_str_t name(opal_infosubscriber_t *obj, ompi_osc_ucxx_info_str_t key,      \
                                   ompi_osc_ucxx_info_str_t value)
+
+/* Can osc_ucxx_info.c build a window's info subscriptions itself?  4.1's
+ * info entries hold their key and value as plain strings; 5.0's hold
+ * reference-counted opal_cstring_t, and there its subscriber does it. */
+#if OMPI_MAJOR_VERSION >= 5
+#define OMPI_OSC_UCXX_INFO_DIRECT 0
+#else
+#define OMPI_OSC_UCXX_INFO_DIRECT 1
+#endif
 
 /* The value of info key KEY copied into BUF (LEN bytes, always terminated);
  * *flag tells whether the key is set. */

@@ -322,6 +322,18 @@ static int component_register(void)
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.alloc_cache);
 
+    OSC_UCXX.info_direct = true;
+    /* settable at run time (MPI_T): the info test compares both ways */
+    (void) mca_base_component_var_register(
+        &mca_osc_ucxx_component.super.osc_version, "info_direct",
+        "Subscribe a window's info keys (what MPI_Win_get_info reports and MPI_Win_set_info "
+        "changes) in one pass that builds Open MPI's subscriber state directly instead of "
+        "through opal_infosubscribe_subscribe key by key (the window's 12 keys: ~29,000 "
+        "instructions against ~65,000, ~13 us against ~28 on a 2 GHz core with 100 windows "
+        "alive). Open MPI 4.1 only, and only where a probe subscription at init finds the "
+        "state laid out as expected; 0: Open MPI's way",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_LOCAL, &OSC_UCXX.info_direct);
     OSC_UCXX.keep_comm = true;
     param("keep_comm",
           "Spare window creation the duplication of its communicator (~15 us of 45 at 2 "
@@ -400,6 +412,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     opal_hash_table_init(&OSC_UCXX.windows, 64);
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
     OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
+    ompi_osc_ucxx_info_probe();
     if (ompi_osc_ucxx_context_warm()) {  /* if component_open started UCX */
         ompi_osc_ucxx_state_warm();
         ompi_osc_ucxx_share_warm();

@@ -103,6 +103,7 @@ typedef struct ompi_osc_ucxx_component_t {
     unsigned long share_chunk;  /* ... peers mapping our pool this many bytes at a time */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
     bool keep_comm;           /* windows' communicators shared or kept (osc_ucxx_wcomm.c) */
+    bool info_direct;         /* info keys subscribed in one pass (osc_ucxx_info.c) */
     unsigned comm_windows;    /* ... window ids on one shared communicator */
     int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */
     bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */

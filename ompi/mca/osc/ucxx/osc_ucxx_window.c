@@ -263,33 +263,37 @@ static bool info_flag(struct opal_info_t *info, const char *key)
 }
 
 /* Every key we honor, so MPI_Win_get_info reports it (set at creation or
- * with MPI_Win_set_info). */
+ * with MPI_Win_set_info), subscribed in one pass (osc_ucxx_info.c). */
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
 {
-    opal_infosubscribe_subscribe(&win->super, "no_locks", "false", info_no_locks);
-    opal_infosubscribe_subscribe(&win->super, "same_size", "false", info_same_size);
-    opal_infosubscribe_subscribe(&win->super, "same_disp_unit", "false", info_same_disp_unit);
-    /* Open MPI 4.1 reports a key the user set as given; without the key, the
-     * block size in use */
-    opal_infosubscribe_subscribe(&win->super, "mpi_accumulate_granularity",
-                                 info_granularity(&win->super, NULL, NULL), info_granularity);
-    opal_infosubscribe_subscribe(&win->super, "accumulate_ordering", "rar,raw,war,waw",
-                                 info_acc_ordering);
-    opal_infosubscribe_subscribe(&win->super, "accumulate_ops", "same_op_no_op", info_acc_ops);
-    opal_infosubscribe_subscribe(&win->super, "mpi_win_scope", "process", info_scope);
-    opal_infosubscribe_subscribe(&win->super, "mpi_win_order", "false", info_order);
+    /* Open MPI 4.1 reports a key the user set as given; without the key,
+     * mpi_accumulate_granularity is the block size in use */
+    char granularity[24];
+    const ompi_osc_ucxx_info_sub_t subs[] = {
+        {"no_locks", "false", info_no_locks},
+        {"same_size", "false", info_same_size},
+        {"same_disp_unit", "false", info_same_disp_unit},
+        {"mpi_accumulate_granularity", granularity, info_granularity},
+        {"accumulate_ordering", "rar,raw,war,waw", info_acc_ordering},
+        {"accumulate_ops", "same_op_no_op", info_acc_ops},
+        {"mpi_win_scope", "process", info_scope},
+        {"mpi_win_order", "false", info_order},
+        {"acc_single_intrinsic", "false", info_single_intrinsic},
+        {"am_ordering", "sameop,diffop,sameam", info_am_ordering},
+        {"am_pipeline_unit", "auto", info_am_unit},
+        {"am_buf_interleave_am_detach", "true", info_am_interleave},
+    };
+
+    snprintf(granularity, sizeof(granularity), "%s", info_granularity(&win->super, NULL, NULL));
     /* Open MPI 4.1's subscriber breaks on keys over 27 characters: this one
      * is read from the window's info (creation keys, or the parent's plus
      * overrides for a duplicate) and kept as given. */
     OSC_UCXX_VIEW(win)->assert_intrinsic =
         info_flag(win->super.s_info, "mpi_assert_accumulate_intrinsic");
-    opal_infosubscribe_subscribe(&win->super, "acc_single_intrinsic", "false",
-                                 info_single_intrinsic);
-    opal_infosubscribe_subscribe(&win->super, "am_ordering", "sameop,diffop,sameam",
-                                 info_am_ordering);
-    opal_infosubscribe_subscribe(&win->super, "am_pipeline_unit", "auto", info_am_unit);
-    opal_infosubscribe_subscribe(&win->super, "am_buf_interleave_am_detach", "true",
-                                 info_am_interleave);
+    if (OPAL_SUCCESS != ompi_osc_ucxx_info_subscribe(&win->super, subs,
+                                                     (int) (sizeof(subs) / sizeof(subs[0])))) {
+        OSC_UCXX_VERBOSE(1, "window info keys: out of memory (MPI_Win_get_info may miss some)");
+    }
 }
 
 /* A new handle on `core` (which gains a reference). */
