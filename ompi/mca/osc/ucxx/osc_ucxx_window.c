@@ -284,7 +284,9 @@ void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
         {"am_buf_interleave_am_detach", "true", info_am_interleave},
     };
 
-    snprintf(granularity, sizeof(granularity), "%s", info_granularity(&win->super, NULL, NULL));
+    /* (with no value, the block size: a number of at most 10 digits) */
+    strncpy(granularity, info_granularity(&win->super, NULL, NULL), sizeof(granularity) - 1);
+    granularity[sizeof(granularity) - 1] = '\0';
     /* Open MPI 4.1's subscriber breaks on keys over 27 characters: this one
      * is read from the window's info (creation keys, or the parent's plus
      * overrides for a duplicate) and kept as given. */
