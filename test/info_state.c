@@ -18,8 +18,10 @@
  * comparison, the defaults and what set_info changes are checked against
  * the values the window honours (mpi_win_order, mpi_win_scope,
  * accumulate_ordering, no_locks, am_pipeline_unit), so that both ways
- * being wrong alike fails too.  Without the control variable (another osc
- * component, or a build without it) only those checks run. */
+ * being wrong alike fails too.  On Open MPI 4.1 the variable must read 1
+ * after MPI_Init (the component's probe found the one pass possible), so
+ * the comparison is never Open MPI's subscriber against itself.  Without
+ * the control variable (a build without it) only the value checks run. */
 #include "testutil.h"
 #include "mpix_ucxx.h"
 
@@ -47,8 +49,19 @@ static void find_direct(void)
             continue;
         }
         if (0 == strcmp(name, "osc_ucxx_info_direct")) {
+            unsigned char initial[8] = {0};   /* a bool (little-endian: an int's low byte too) */
+
             TU_MPI(MPI_T_cvar_handle_alloc(i, NULL, &direct_handle, &count));
             have_direct = 1;
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+            /* on 4.1 the probe at init must have found the one pass
+             * possible (else both ways below are Open MPI's) */
+            TU_MPI(MPI_T_cvar_read(direct_handle, initial));
+            TU_CHECK(1 == initial[0], "osc_ucxx_info_direct reads %d after MPI_Init: the "
+                     "one-pass subscription is off", initial[0]);
+#else
+            (void) initial;
+#endif
             return;
         }
     }

@@ -255,6 +255,9 @@ void ompi_osc_ucxx_info_probe(void)
                     0 == strcmp(second->ie_value, "dflt");
     }
     OBJ_RELEASE(obj);
+    /* the parameter then tells (MPI_T, ompi_info at run time) that the
+     * one pass is off; info_state fails on Open MPI 4.1 if it is */
+    if (!layout_ok) OSC_UCXX.info_direct = false;
     OSC_UCXX_VERBOSE(10, "info keys subscribed %s", layout_ok ? "directly" :
                      "through opal_infosubscribe_subscribe (its state is not as expected)");
 }
@@ -271,6 +274,7 @@ int ompi_osc_ucxx_info_subscribe(opal_infosubscriber_t *obj,
 
 void ompi_osc_ucxx_info_probe(void)
 {
+    OSC_UCXX.info_direct = false;   /* (never the one pass here) */
 }
 
 int ompi_osc_ucxx_info_subscribe(opal_infosubscriber_t *obj,
