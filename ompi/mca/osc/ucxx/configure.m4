@@ -21,9 +21,18 @@ AC_DEFUN([MCA_ompi_osc_ucxx_CONFIG],[
                           [], [osc_ucxx_happy=no], [[#include <ucp/api/ucp.h>]])
            CPPFLAGS=$osc_ucxx_save_CPPFLAGS])
 
+    # Hot paths aligned (see the top-level configure.ac: the same flags).
+    osc_ucxx_CFLAGS=
+    osc_ucxx_save_CFLAGS=$CFLAGS
+    CFLAGS="$CFLAGS -falign-functions=64 -falign-loops=32 -Werror"
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([], [])],
+                      [osc_ucxx_CFLAGS="-falign-functions=64 -falign-loops=32"])
+    CFLAGS=$osc_ucxx_save_CFLAGS
+
     AS_IF([test "$osc_ucxx_happy" = yes], [$1], [$2])
 
     AC_SUBST([osc_ucxx_CPPFLAGS])
+    AC_SUBST([osc_ucxx_CFLAGS])
     AC_SUBST([osc_ucxx_LDFLAGS])
     AC_SUBST([osc_ucxx_LIBS])
 ])dnl

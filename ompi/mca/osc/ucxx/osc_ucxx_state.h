@@ -85,14 +85,27 @@ void ompi_osc_ucxx_stripes_unlock_all(ompi_osc_ucxx_state_t *state);
 /* Bytes touching more than this many blocks take acc_all instead. */
 #define OSC_UCXX_STRIPES_FEW 4
 
+/* Block b's stripe: the XOR of b's three lowest 5-bit digits.  Blocks of
+ * one aligned group of 32 take different stripes, as they did under b % 32,
+ * and so do blocks 32 k and 1024 k apart (k < 32), which b % 32 put on one
+ * stripe: every process accumulating into its own 8 KiB slice of a window
+ * (any slice of a power of two of 32 blocks or more) took stripe 0 (two
+ * origins, 8 B accumulates 8 KiB apart: 58 ns each, against 38 on stripes
+ * of their own).  (Two shifts and two XORs: the single element pays for
+ * nothing longer.) */
+static inline __opal_attribute_always_inline__ uint32_t ompi_osc_ucxx_stripe_of(uint64_t b)
+{
+    return (uint32_t) ((b ^ (b >> 5) ^ (b >> 10)) % OSC_UCXX_STRIPES);
+}
+
 static inline __opal_attribute_always_inline__ uint32_t
 ompi_osc_ucxx_stripe_mask(unsigned shift, uint64_t lo, uint64_t hi)
 {
     uint64_t first = lo >> shift, last = (hi - 1) >> shift;
     uint32_t mask = 0;
-    if (OPAL_LIKELY(first == last)) return 1u << (first % OSC_UCXX_STRIPES);
+    if (OPAL_LIKELY(first == last)) return 1u << ompi_osc_ucxx_stripe_of(first);
     if (last - first >= OSC_UCXX_STRIPES_FEW) return OSC_UCXX_STRIPES_ALL;
-    for (uint64_t b = first; b <= last; ++b) mask |= 1u << (b % OSC_UCXX_STRIPES);
+    for (uint64_t b = first; b <= last; ++b) mask |= 1u << ompi_osc_ucxx_stripe_of(b);
     return mask;
 }
 
@@ -133,6 +146,19 @@ ompi_osc_ucxx_stripes_try(ompi_osc_ucxx_state_t *state, uint32_t mask)
         if (OPAL_UNLIKELY(!ompi_osc_ucxx_word_try(word))) return false;
         if (OPAL_LIKELY(!ompi_osc_ucxx_acc_all_taken(state))) return true;
         ompi_osc_ucxx_word_release(word);
+        return false;
+    }
+    uint32_t rest = mask & (mask - 1);
+    if (0 != rest && 0 == (rest & (rest - 1))) {
+        /* two, unrolled (a 512 B run over two stripes: 85 -> 78 ns) */
+        volatile uint64_t *lo = &state->acc_locks[__builtin_ctz(mask)].value;
+        volatile uint64_t *hi = &state->acc_locks[31 - __builtin_clz(mask)].value;
+        if (OPAL_UNLIKELY(!ompi_osc_ucxx_word_try(lo))) return false;
+        if (OPAL_LIKELY(ompi_osc_ucxx_word_try(hi))) {
+            if (OPAL_LIKELY(!ompi_osc_ucxx_acc_all_taken(state))) return true;
+            ompi_osc_ucxx_word_release(hi);
+        }
+        ompi_osc_ucxx_word_release(lo);
         return false;
     }
     for (uint32_t m = mask; 0 != m; m &= m - 1) {

@@ -280,9 +280,10 @@ typedef struct ompi_osc_ucxx_state_t {
     ompi_osc_ucxx_word_t cpu;        /* ... and the core its owner entered the last on */
     ompi_osc_ucxx_word_t acc_all;    /* accumulates: held by one bulk accumulate
                                       * that excludes every stripe at once */
-    ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* stripe s covers every
-                                      * 32nd block of the window (the target's
-                                      * block size: peer->acc_shift) */
+    ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* stripe s covers the
+                                      * window's blocks b (the target's block
+                                      * size: peer->acc_shift) with
+                                      * ompi_osc_ucxx_stripe_of(b) == s */
     /* PSCW: slot i counts the posts rank i made to us, where rank i reaches
      * our state by loads and stores; other ranks post by active message. */
     uint64_t posts[];
