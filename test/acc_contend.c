@@ -13,13 +13,16 @@
  *    all covering the same locations at the same time; the final array must
  *    equal the sum of all contributions, computed locally.
  *
- * 3. spans: on a 16-element MPI_INT64_T array at the last rank, with
- *    mpi_accumulate_granularity 8 (every element its own exclusion block),
- *    every rank alternates MPI_Fetch_and_op on one element and
- *    MPI_Accumulate of 2..8 contiguous elements, each flushed: a short range
- *    must exclude every element it covers, not only its first, or updates
- *    of both kinds to its other elements are lost (the final array is
- *    compared with the sum of all contributions).
+ * 3. spans: on elements 24..39 of a 40-element MPI_INT64_T array at the
+ *    last rank, with mpi_accumulate_granularity 8 (every element its own
+ *    exclusion block), every rank alternates MPI_Fetch_and_op on one
+ *    element and MPI_Accumulate of 2..8 contiguous elements, each flushed:
+ *    a short range must exclude every element it covers, not only its
+ *    first, or updates of both kinds to its other elements are lost (the
+ *    final array is compared with the sum of all contributions).  Blocks
+ *    24..31 take stripes 24..31 and blocks 32..39 stripes 1, 0, 3, 2, ...,
+ *    so ranges across block 32 take stripes that are neither consecutive
+ *    nor ascending in block order (two of them: the unrolled pair).
  *
  * Environment: ACC_ITERS (default 10000; 2000 when UCX_TLS selects tcp, where
  * every atomic is emulated), ACC_MIX_ITERS (default 200), ACC_SPAN_ITERS
@@ -162,9 +165,11 @@ static void mix_test(int flavor, int me, int nprocs, int iters)
     free(bufs);
 }
 
-#define S 16
+#define S 16          /* elements the spans test uses ... */
+#define SPAN_BASE 24  /* ... from this one on (across block 32) */
 
-/* operation k of origin r in the spans test: element range [*first, +*count) */
+/* operation k of origin r in the spans test: element range [*first, +*count)
+ * counted from SPAN_BASE */
 static void span_op(int k, int r, int *first, int *count)
 {
     if ((k + r) % 2 == 0) {
@@ -188,7 +193,8 @@ static void span_test(int flavor, int me, int nprocs, int iters)
 
     TU_MPI(MPI_Info_create(&info));
     TU_MPI(MPI_Info_set(info, "mpi_accumulate_granularity", "8"));
-    tu_win_create(flavor, S * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &w);
+    tu_win_create(flavor, (SPAN_BASE + S) * sizeof(int64_t), sizeof(int64_t), info,
+                  MPI_COMM_WORLD, &w);
     TU_MPI(MPI_Info_free(&info));
     t0 = MPI_Wtime();
     TU_MPI(MPI_Win_lock_all(0, w.win));
@@ -196,11 +202,11 @@ static void span_test(int flavor, int me, int nprocs, int iters)
         span_op(k, me, &first, &count);
         for (j = 0; j < count; j++) vals[j] = span_val(k, me);
         if (1 == count) {
-            TU_MPI(MPI_Fetch_and_op(vals, &res, MPI_INT64_T, t, tu_disp(&w, t, first), MPI_SUM,
-                                    w.win));
+            TU_MPI(MPI_Fetch_and_op(vals, &res, MPI_INT64_T, t,
+                                    tu_disp(&w, t, SPAN_BASE + first), MPI_SUM, w.win));
         } else {
-            TU_MPI(MPI_Accumulate(vals, count, MPI_INT64_T, t, tu_disp(&w, t, first), count,
-                                  MPI_INT64_T, MPI_SUM, w.win));
+            TU_MPI(MPI_Accumulate(vals, count, MPI_INT64_T, t, tu_disp(&w, t, SPAN_BASE + first),
+                                  count, MPI_INT64_T, MPI_SUM, w.win));
         }
         TU_MPI(MPI_Win_flush(t, w.win));
     }
@@ -208,15 +214,15 @@ static void span_test(int flavor, int me, int nprocs, int iters)
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (me == t) {
-        int64_t expected[S] = {0}, *got = w.base;
+        int64_t expected[SPAN_BASE + S] = {0}, *got = w.base;
         for (r = 0; r < nprocs; r++) {
             for (k = 0; k < iters; k++) {
                 span_op(k, r, &first, &count);
-                for (j = 0; j < count; j++) expected[first + j] += span_val(k, r);
+                for (j = 0; j < count; j++) expected[SPAN_BASE + first + j] += span_val(k, r);
             }
         }
         TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w.win));
-        for (j = 0; j < S; j++) {
+        for (j = 0; j < SPAN_BASE + S; j++) {
             TU_CHECK(got[j] == expected[j], "spans on %s: element %d = %lld, expected %lld",
                      tu_flavor_names[flavor], j, (long long)got[j], (long long)expected[j]);
         }

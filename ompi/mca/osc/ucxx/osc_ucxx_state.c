@@ -202,10 +202,10 @@ int ompi_osc_ucxx_state_unlock_ucx(ompi_osc_ucxx_module_t *module, int target, i
  *
  * Block b of the window (bytes [b << shift, (b + 1) << shift), shift chosen
  * by the target and published) belongs to stripe ompi_osc_ucxx_stripe_of(b)
- * (the XOR of b's low 5-bit digits: 32 consecutive blocks, and blocks 32 or
- * 1024 times k apart, on different stripes).  An accumulate
- * takes the stripes its bytes touch, in ascending order, so two never
- * deadlock.  One whose bytes touch more than OSC_UCXX_STRIPES_FEW stripes
+ * (the XOR of b's three lowest 5-bit digits: 32 consecutive blocks, and
+ * blocks 32 or 1024 times k apart, on different stripes).  An accumulate
+ * takes the stripes its bytes touch, in ascending stripe order, so two
+ * never deadlock.  One whose bytes touch more than OSC_UCXX_STRIPES_FEW stripes
  * takes acc_all instead: one compare-and-swap for the whole window rather
  * than 32.  The two kinds meet Dekker-style: a stripe holder stores its
  * stripe and then loads acc_all; an acc_all holder stores acc_all and then
