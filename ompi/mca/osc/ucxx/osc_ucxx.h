@@ -58,6 +58,9 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr, int o
                       int target_count, struct ompi_datatype_t *target_dt,
                       struct ompi_op_t *op, bool fetch, ompi_osc_ucxx_request_t *req);
 bool ompi_osc_ucxx_intrinsic(ompi_osc_ucxx_module_t *module);
+/* MPI_Accumulate and MPI_Get_accumulate of a new handle: the entry points
+ * compiled for OSC_UCXX.acc_vector_used-byte vectors. */
+void ompi_osc_ucxx_acc_entries(ompi_osc_base_module_t *m);
 int ompi_osc_ucxx_accumulate(const void *origin_addr, int origin_count,
                              struct ompi_datatype_t *origin_dt, int target,
                              ptrdiff_t target_disp, int target_count,

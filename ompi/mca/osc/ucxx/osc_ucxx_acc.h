@@ -107,11 +107,15 @@ static inline void ompi_osc_ucxx_acc_run(const ompi_osc_ucxx_acc_t *a, char *tgt
 
 /* ------------------------------------------------------------------------- */
 /* Short runs inline (the mapped path's single elements and runs of at most
- * OSC_UCXX_SHORT_MAX bytes): replace, no-op, and sums of integers of 1 to 8
- * bytes, floats and doubles.  Through acc_run's calls into the kernels an
- * 8 B accumulate spent as long in them as in everything else. */
+ * OSC_UCXX_SHORT_MAX bytes, or OSC_UCXX_SHORT_WIDE_MAX where the CPU has
+ * wider vectors than 16 bytes): replace, no-op, and sums of integers of 1
+ * to 8 bytes, floats and doubles.  Through acc_run's calls into the kernels
+ * an 8 B accumulate spent as long in them as in everything else. */
 
 #define OSC_UCXX_SHORT_MAX 256
+/* (the entry points compiled for 32- and 64-byte vectors: past 4 KiB the
+ * calls into the kernels cost nothing measurable) */
+#define OSC_UCXX_SHORT_WIDE_MAX 4096
 
 enum {
     OSC_UCXX_SHORT_NONE,     /* not inline: acc_run */
@@ -174,61 +178,105 @@ ompi_osc_ucxx_copy_short(char *dst, const char *src, size_t n, size_t size)
         memcpy(tgt + j_, &o_, sizeof(T));                                     \
     }
 
+/* The widest vectors the CPU adds in one instruction, in bytes: 64
+ * (AVX-512 with its byte and word forms), 32 (AVX2) or 16 (SSE2, NEON, and
+ * every other machine and compiler).  (Inline: the kernels' load-time
+ * resolver may call nothing outside its own object.) */
+static inline unsigned ompi_osc_ucxx_cpu_vector(void)
+{
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+        return 64;
+    }
+    if (__builtin_cpu_supports("avx2")) return 32;
+#endif
+    return 16;
+}
+
 #if defined(__GNUC__)
-/* 16 bytes of elements of type T, added in one instruction by every x86-64
- * (SSE2) and aarch64 (NEON) */
-#define OSC_UCXX_VEC(T) T __attribute__((vector_size(16)))
-typedef OSC_UCXX_VEC(uint8_t) ompi_osc_ucxx_v16_u1;
-typedef OSC_UCXX_VEC(uint16_t) ompi_osc_ucxx_v16_u2;
-typedef OSC_UCXX_VEC(uint32_t) ompi_osc_ucxx_v16_u4;
-typedef OSC_UCXX_VEC(uint64_t) ompi_osc_ucxx_v16_u8;
-typedef OSC_UCXX_VEC(float) ompi_osc_ucxx_v16_f4;
-typedef OSC_UCXX_VEC(double) ompi_osc_ucxx_v16_f8;
+/* W bytes of elements of type T, added in one instruction: 16 by every
+ * x86-64 (SSE2) and aarch64 (NEON); 32 and 64 only in the code compiled for
+ * AVX2 and AVX-512 (osc_ucxx_accumulate.c's entry points), elsewhere
+ * unused. */
+#define OSC_UCXX_VEC(T, W) T __attribute__((vector_size(W)))
+#define OSC_UCXX_VECS(W)                                                      \
+    typedef OSC_UCXX_VEC(uint8_t, W) ompi_osc_ucxx_v##W##_u1;                 \
+    typedef OSC_UCXX_VEC(uint16_t, W) ompi_osc_ucxx_v##W##_u2;                \
+    typedef OSC_UCXX_VEC(uint32_t, W) ompi_osc_ucxx_v##W##_u4;                \
+    typedef OSC_UCXX_VEC(uint64_t, W) ompi_osc_ucxx_v##W##_u8;                \
+    typedef OSC_UCXX_VEC(float, W) ompi_osc_ucxx_v##W##_f4;                   \
+    typedef OSC_UCXX_VEC(double, W) ompi_osc_ucxx_v##W##_f8;
+OSC_UCXX_VECS(16)
+OSC_UCXX_VECS(32)
+OSC_UCXX_VECS(64)
+#undef OSC_UCXX_VECS
 #undef OSC_UCXX_VEC
 
-/* The sum of a short run: up to 8 elements of 4 or 8 B one at a time,
- * longer runs 16 bytes at a time in vector V and the rest one T at a time
+/* Sums of T, sizeof(V) bytes at a time from byte i_ while a whole vector
+ * is left. */
+#define OSC_UCXX_SUM_VEC(V, T)                                                \
+    for (; i_ + sizeof(V) <= n * sizeof(T); i_ += sizeof(V)) {                \
+        V o_, v_;                                                             \
+        memcpy(&o_, tgt + i_, sizeof(V));                                     \
+        memcpy(&v_, src + i_, sizeof(V));                                     \
+        o_ += v_;                                                             \
+        memcpy(tgt + i_, &o_, sizeof(V));                                     \
+    }
+
+/* The sum of a short run of elements of type T (vector types ..._K): up to
+ * 8 elements of 4 or 8 B one at a time, longer runs `vw` bytes at a time
+ * (then at most one 32 and one 16-byte step) and the rest one T at a time
  * (16 elements of 8 B with a flush: 38.5 ns, against 42.7 through acc_run's
- * calls into the kernels; past 256 B the kernels' wider vectors win: 512 B
- * took 64.9 ns here, 53.3 there). */
-#define OSC_UCXX_SUM_SHORT(V, T)                                              \
+ * calls into the kernels.  uint64 sums + flush on a Zen 5 core, 16-byte
+ * vectors / 64-byte: 256 B 27.4 / 25.0 ns, 512 B 35.7 / 32.0, 4 KiB 57 /
+ * 53 through the kernels / inline; osc/sm 22.7, 23.5, 53.1). */
+#define OSC_UCXX_SUM_SHORT(K, T)                                              \
     do {                                                                      \
         size_t i_ = 0;                                                        \
         if (sizeof(T) < 4 || n > 8) {                                         \
-            for (; i_ + sizeof(V) <= n * sizeof(T); i_ += sizeof(V)) {        \
-                V o_, v_;                                                     \
-                memcpy(&o_, tgt + i_, sizeof(V));                             \
-                memcpy(&v_, src + i_, sizeof(V));                             \
-                o_ += v_;                                                     \
-                memcpy(tgt + i_, &o_, sizeof(V));                             \
-            }                                                                 \
+            if (64 == vw) OSC_UCXX_SUM_VEC(ompi_osc_ucxx_v64_##K, T)          \
+            if (32 <= vw) OSC_UCXX_SUM_VEC(ompi_osc_ucxx_v32_##K, T)          \
+            OSC_UCXX_SUM_VEC(ompi_osc_ucxx_v16_##K, T)                        \
         }                                                                     \
         OSC_UCXX_SUM_EACH(T, i_)                                              \
     } while (0)
 #else
-#define OSC_UCXX_SUM_SHORT(V, T) do { OSC_UCXX_SUM_EACH(T, 0) } while (0)
+#define OSC_UCXX_SUM_SHORT(K, T) do { OSC_UCXX_SUM_EACH(T, 0) } while (0)
 #endif
 
 /* A short run of `kind` (not NONE): n elements of `size` bytes at tgt, the
- * origin's at src, old values to res (NULL: not wanted). */
+ * origin's at src, old values to res (NULL: not wanted); `vw`, a constant:
+ * the vector bytes the calling code is compiled for (16, 32 or 64). */
 static inline __opal_attribute_always_inline__ void
-ompi_osc_ucxx_short_apply(int kind, char *tgt, const char *src, char *res, size_t n,
-                          size_t size)
+ompi_osc_ucxx_short_apply_vw(int kind, char *tgt, const char *src, char *res, size_t n,
+                             size_t size, unsigned vw)
 {
+    (void) vw;  /* (unused without GCC's vectors) */
     if (NULL != res) ompi_osc_ucxx_copy_short(res, tgt, n, size);
     switch (kind) {
     case OSC_UCXX_SHORT_COPY: ompi_osc_ucxx_copy_short(tgt, src, n, size); break;
-    case OSC_UCXX_SHORT_U1: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u1, uint8_t); break;
-    case OSC_UCXX_SHORT_U2: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u2, uint16_t); break;
-    case OSC_UCXX_SHORT_U4: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u4, uint32_t); break;
-    case OSC_UCXX_SHORT_U8: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_u8, uint64_t); break;
-    case OSC_UCXX_SHORT_F4: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_f4, float); break;
-    case OSC_UCXX_SHORT_F8: OSC_UCXX_SUM_SHORT(ompi_osc_ucxx_v16_f8, double); break;
+    case OSC_UCXX_SHORT_U1: OSC_UCXX_SUM_SHORT(u1, uint8_t); break;
+    case OSC_UCXX_SHORT_U2: OSC_UCXX_SUM_SHORT(u2, uint16_t); break;
+    case OSC_UCXX_SHORT_U4: OSC_UCXX_SUM_SHORT(u4, uint32_t); break;
+    case OSC_UCXX_SHORT_U8: OSC_UCXX_SUM_SHORT(u8, uint64_t); break;
+    case OSC_UCXX_SHORT_F4: OSC_UCXX_SUM_SHORT(f4, float); break;
+    case OSC_UCXX_SHORT_F8: OSC_UCXX_SUM_SHORT(f8, double); break;
     default: break;  /* OSC_UCXX_SHORT_NOTHING */
     }
 }
 
+/* ... in code compiled for the baseline (16-byte vectors). */
+static inline __opal_attribute_always_inline__ void
+ompi_osc_ucxx_short_apply(int kind, char *tgt, const char *src, char *res, size_t n,
+                          size_t size)
+{
+    ompi_osc_ucxx_short_apply_vw(kind, tgt, src, res, n, size, 16);
+}
+
 #undef OSC_UCXX_SUM_SHORT
+#undef OSC_UCXX_SUM_VEC
 #undef OSC_UCXX_SUM_EACH
 
 /* A run the mapped path holds (a single element, or a run of at most 512 B):

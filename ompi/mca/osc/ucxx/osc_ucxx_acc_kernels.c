@@ -132,13 +132,11 @@ typedef bool (*kernel_fn_t)(int, int, void *, const void *, size_t);
 
 static kernel_fn_t kernel_resolve(void)
 {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-        return kernel_avx512;
+    switch (ompi_osc_ucxx_cpu_vector()) {
+    case 64: return kernel_avx512;
+    case 32: return kernel_avx2;
+    default: return kernel_default;
     }
-    if (__builtin_cpu_supports("avx2")) return kernel_avx2;
-    return kernel_default;
 }
 
 static bool kernel(int op, int kind, void *tgt, const void *src, size_t n)

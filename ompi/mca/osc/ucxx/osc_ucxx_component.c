@@ -11,6 +11,7 @@
 #include "ompi/runtime/mpiruntime.h"
 
 #include "osc_ucxx.h"
+#include "osc_ucxx_acc.h"
 #include "osc_ucxx_share.h"
 
 static int component_register(void);
@@ -202,6 +203,14 @@ static int component_register(void)
           "accumulate takes at both ends: acc_am_chunk times this)",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.acc_am_inflight);
+    OSC_UCXX.acc_vector = 0;
+    param("acc_vector",
+          "Vector bytes of the sums that accumulates to mapped memory apply inline (runs of "
+          "up to 4 KiB with vectors wider than 16 bytes, else 256 B): 0 (the default) the "
+          "widest the CPU adds in one instruction (64 with AVX-512, 32 with AVX2); other "
+          "values are rounded down to 16, 32 or 64 and capped at that",
+          MCA_BASE_VAR_TYPE_UNSIGNED_INT, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+          &OSC_UCXX.acc_vector);
 
     /* User active messages (MPIX_Am, osc_ucxx_uam.c) */
     OSC_UCXX.am_sysbuf = 8192;
@@ -402,6 +411,18 @@ static int component_open(void)
     return OMPI_SUCCESS;
 }
 
+/* osc_ucxx_acc_vector as the CPU allows it. */
+static unsigned acc_vector_bytes(unsigned asked)
+{
+    unsigned cpu = ompi_osc_ucxx_cpu_vector();
+    unsigned want = 0 == asked ? cpu : asked >= 64 ? 64 : asked >= 32 ? 32 : 16;
+    unsigned used = want < cpu ? want : cpu;
+
+    OSC_UCXX_VERBOSE(10, "accumulate sums inline with %u-byte vectors (the CPU has %u)", used,
+                     cpu);
+    return used;
+}
+
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
 {
     OBJ_CONSTRUCT(&OSC_UCXX.lock, opal_mutex_t);
@@ -413,6 +434,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
     OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
     ompi_osc_ucxx_info_probe();
+    OSC_UCXX.acc_vector_used = acc_vector_bytes(OSC_UCXX.acc_vector);
     if (ompi_osc_ucxx_context_warm()) {  /* if component_open started UCX */
         ompi_osc_ucxx_state_warm();
         ompi_osc_ucxx_share_warm();

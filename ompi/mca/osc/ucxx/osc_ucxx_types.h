@@ -112,6 +112,8 @@ typedef struct ompi_osc_ucxx_component_t {
     unsigned long acc_hold;   /* bytes of target span one exclusion covers at most */
     unsigned long acc_am_chunk;     /* value bytes per accumulate message */
     int acc_am_inflight;      /* messages of one accumulate in flight at most */
+    unsigned acc_vector;      /* vector bytes of the inline sums asked for (0: widest) */
+    unsigned acc_vector_used; /* ... that the CPU has (ompi_osc_ucxx_acc_entries) */
     /* User active messages (osc_ucxx_uam.c) */
     unsigned long am_sysbuf;  /* internal staging bytes per origin per window */
     unsigned long am_chunk;   /* staging bytes am_pipeline_unit=auto aims at */

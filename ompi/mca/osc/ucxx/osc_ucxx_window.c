@@ -306,6 +306,7 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
         return NULL;
     }
     memcpy(&view->super, &ucxx_module_template, sizeof(view->super));
+    ompi_osc_ucxx_acc_entries(&view->super);
     view->magic = OSC_UCXX_MAGIC;
     view->ext = &ompi_osc_ucxx_ext;
     view->core = core;
