@@ -235,7 +235,7 @@ OSC_UCXX_VECS(64)
 #define OSC_UCXX_SUM_SHORT(K, T)                                              \
     do {                                                                      \
         size_t i_ = 0;                                                        \
-        if (sizeof(T) < 4 || n > 8) {                                         \
+        if (sizeof(T) < 4 || n > 8 || (vw > 16 && n * sizeof(T) >= vw)) {    \
             if (64 == vw) OSC_UCXX_SUM_VEC(ompi_osc_ucxx_v64_##K, T)          \
             if (32 <= vw) OSC_UCXX_SUM_VEC(ompi_osc_ucxx_v32_##K, T)          \
             OSC_UCXX_SUM_VEC(ompi_osc_ucxx_v16_##K, T)                        \
