@@ -9,6 +9,13 @@
  *  - afterwards the window is still usable: a valid MPI_Accumulate and
  *    MPI_Fetch_and_op in the same epoch and in a new one give the right values.
  * Each rank targets rank+1; run inside a lock_all epoch and a fence epoch.
+ *  - once the target has been used (its mappings resolved, where osc/ucxx
+ *    takes short accumulates without the full checks): MPI_Accumulate,
+ *    MPI_Get_accumulate, MPI_Fetch_and_op and MPI_Compare_and_swap past the
+ *    end of the window (and the two accumulates straddling it) give
+ *    MPI_ERR_RMA_RANGE in lock_all and lock epochs; in range but after the
+ *    epoch closed, MPI_ERR_RMA_SYNC; the target is unchanged by all of them.
+ *    (Negative displacements: Open MPI's bindings answer MPI_ERR_DISP.)
  *
  * EXPECTED TO FAIL on the stock components of Open MPI 4.1.4: its
  * MPI_Fetch_and_op does not check the op, so osc/sm, osc/rdma and osc/ucx
@@ -33,6 +40,75 @@ static void expect_err(int rc, int cls_expected, const char *what, const char *w
     if (MPI_SUCCESS != rc) MPI_Error_class(rc, &cls);
     TU_CHECK(cls == cls_expected, "%s on %s: error class %d, expected %d (%s)", what, where, cls, cls_expected,
              MPI_SUCCESS == rc ? "call succeeded" : "wrong class");
+}
+
+/* The accumulate family on `t` at element `disp` (count elements for the
+ * accumulates; fetch_and_op and compare_and_swap, one, only when count is
+ * 1), each expected to fail with class `cls`. */
+static void acc_family_fails(tu_win_t *w, int t, MPI_Aint disp, int count, int cls,
+                             const char *what, const char *where)
+{
+    double vals[2] = { 100, 200 }, res[2] = { -1, -1 };
+    int64_t cmp = 0, origin = 7, old = -1;
+    char label[128];
+    int rc;
+
+    rc = MPI_Accumulate(vals, count, MPI_DOUBLE, t, disp, count, MPI_DOUBLE, MPI_SUM, w->win);
+    snprintf(label, sizeof(label), "MPI_Accumulate %s", what);
+    expect_err(rc, cls, label, where);
+    rc = MPI_Get_accumulate(vals, count, MPI_DOUBLE, res, count, MPI_DOUBLE, t, disp, count,
+                            MPI_DOUBLE, MPI_SUM, w->win);
+    snprintf(label, sizeof(label), "MPI_Get_accumulate %s", what);
+    expect_err(rc, cls, label, where);
+    if (1 != count) return;
+    rc = MPI_Fetch_and_op(vals, res, MPI_DOUBLE, t, disp, MPI_SUM, w->win);
+    snprintf(label, sizeof(label), "MPI_Fetch_and_op %s", what);
+    expect_err(rc, cls, label, where);
+    rc = MPI_Compare_and_swap(&origin, &cmp, &old, MPI_INT64_T, t, disp, w->win);
+    snprintf(label, sizeof(label), "MPI_Compare_and_swap %s", what);
+    expect_err(rc, cls, label, where);
+}
+
+/* Range and epoch errors once the target is in use: a valid accumulate
+ * first, then the bad ones, in a lock_all and a lock epoch; then in range
+ * after the epoch closed. */
+static void used_target_errors(tu_win_t *w, const char *flavor)
+{
+    int t = (me + 1) % nprocs, k, kind;
+    double *base = w->base, one = 1.0;
+    char where[64];
+
+    TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, w->win));
+    for (k = 0; k < 8; k++) base[k] = 1.0 + k;
+    TU_MPI(MPI_Win_unlock(me, w->win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (kind = 0; kind < 2; kind++) {
+        snprintf(where, sizeof(where), "%s/%s, target in use", flavor, kind ? "lock" : "lock_all");
+        if (kind) TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, w->win));
+        else TU_MPI(MPI_Win_lock_all(0, w->win));
+        /* (the valid one adds 0: the target's values stay what they were) */
+        one = 0.0;
+        TU_MPI(MPI_Accumulate(&one, 1, MPI_DOUBLE, t, tu_disp(w, t, 0), 1, MPI_DOUBLE, MPI_SUM,
+                              w->win));
+        TU_MPI(MPI_Win_flush(t, w->win));
+        acc_family_fails(w, t, tu_disp(w, t, 8), 1, MPI_ERR_RMA_RANGE, "past the end", where);
+        acc_family_fails(w, t, tu_disp(w, t, 1000), 1, MPI_ERR_RMA_RANGE, "far past the end",
+                         where);
+        acc_family_fails(w, t, tu_disp(w, t, 7), 2, MPI_ERR_RMA_RANGE, "straddling the end",
+                         where);
+        if (kind) TU_MPI(MPI_Win_unlock(t, w->win));
+        else TU_MPI(MPI_Win_unlock_all(w->win));
+        acc_family_fails(w, t, tu_disp(w, t, 0), 1, MPI_ERR_RMA_SYNC, "after the epoch closed",
+                         where);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w->win));
+    for (k = 0; k < 8; k++) {
+        TU_CHECK(base[k] == 1.0 + k, "on %s: element %d is %g after the failed calls, expected %g",
+                 flavor, k, base[k], 1.0 + k);
+    }
+    TU_MPI(MPI_Win_unlock(me, w->win));
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 int main(int argc, char **argv)
@@ -132,6 +208,7 @@ int main(int argc, char **argv)
             TU_MPI(MPI_Win_unlock(me, w.win));
             MPI_Barrier(MPI_COMM_WORLD);
         }
+        used_target_errors(&w, tu_flavor_names[flavor]);
         tu_win_free(&w);
     }
     MPI_Op_free(&user_op);
