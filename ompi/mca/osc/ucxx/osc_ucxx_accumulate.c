@@ -596,28 +596,13 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     return p;
 }
 
-/* Runs up to this long take their stripes at once (64 B with a flush: 36 ns,
- * against 42 through contig_held's moving span and a kernel call); longer
- * ones hold a moving span. */
-#define FEW_BYTES 512
-
-/* The commonest accumulates (MPI_Fetch_and_op, MPI_Compare_and_swap,
- * counters, OSU's latency tests) are runs of one predefined type without
- * gaps, the same type and count on every side, to memory mapped here: taken
- * under the stripes their blocks map to, without the run machinery
- * (geometry, the held span, acc_few's dispatch), for runs of at most
- * osc_ucxx_acc_hold bytes (one exclusion).  What these do not take,
- * acc_fast and cas_fast do.
- *
- * The mapped bytes of such a run of at most `max` bytes and its target's
- * stripes (*state, *mask); NULL: not here. */
 /* short_target's peer, where its checks are fewest: a peer whose window
  * memory and state are wholly mapped here (ompi_osc_ucxx_peer_t::whole,
  * known from its first use), in an epoch on it, with nothing of ours
  * between (mapped_access's conditions for such a peer).  NULL: not that
  * case, short_target checks it all.  (One peer pointer and no flavor,
- * edge or mapping tests: an 8 B accumulate + flush took ~190 instructions
- * before the store through ompi_osc_ucxx_mapped_access.) */
+ * edge or mapping tests: an 8 B MPI_Accumulate + flush, 512 instructions
+ * through ompi_osc_ucxx_mapped_access, 474 so; osc/sm 386.) */
 static inline __opal_attribute_always_inline__ char *
 short_whole(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp, size_t size,
             ompi_osc_ucxx_state_t **state, uint32_t *mask)
@@ -642,6 +627,21 @@ short_whole(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp, size_t s
     return peer->direct_data + off;
 }
 
+/* Runs up to this long take their stripes at once (64 B with a flush: 36 ns,
+ * against 42 through contig_held's moving span and a kernel call); longer
+ * ones hold a moving span. */
+#define FEW_BYTES 512
+
+/* The commonest accumulates (MPI_Fetch_and_op, MPI_Compare_and_swap,
+ * counters, OSU's latency tests) are runs of one predefined type without
+ * gaps, the same type and count on every side, to memory mapped here: taken
+ * under the stripes their blocks map to, without the run machinery
+ * (geometry, the held span, acc_few's dispatch), for runs of at most
+ * osc_ucxx_acc_hold bytes (one exclusion).  What these do not take,
+ * acc_fast and cas_fast do.
+ *
+ * The mapped bytes of such a run of at most `max` bytes and its target's
+ * stripes (*state, *mask); NULL: not here. */
 static inline __opal_attribute_always_inline__ char *
 short_target(ompi_osc_ucxx_view_t *view, ompi_op_t *op, ompi_datatype_t *dt, int target,
              ptrdiff_t disp, int count, size_t max, ompi_osc_ucxx_state_t **state,
