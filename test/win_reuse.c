@@ -26,12 +26,18 @@
  * window's thread returned its worker to, with that worker's kept rkeys.
  * The run lines also keep no freed allocations (osc_ucxx_alloc_cache 0), so
  * that every window's memory is new.
- * Last, BIG ("-b N", default 12) MPI_Win_allocate windows of 2 MiB and more,
- * too large to be kept for reuse (a quarter of osc_ucxx_alloc_cache, 4 MiB
- * by default), each reached by a put from the previous rank: the UCX
- * shared-memory segments this process has mapped (its own and its peers',
- * SYSV and POSIX ones in /proc/self/maps) must not grow with their number,
- * since an rkey kept for an allocation nobody keeps holds it in memory. */
+ * Last, BIG ("-b N", default 12) MPI_Win_allocate windows larger than
+ * can be kept for reuse (a quarter of osc_ucxx_alloc_cache, read through
+ * MPI_T: 4 MiB by default), each reached by a put from the previous rank:
+ * the UCX shared-memory segments this process has mapped (its own and its
+ * peers', SYSV and POSIX ones in /proc/self/maps) must not grow with their
+ * number, since an rkey kept for an allocation nobody keeps holds it in
+ * memory.  Then KEPT ("-k N", default 24) windows of sizes that can be kept
+ * but never reused (each larger than the last, from an eighth of the cache
+ * up): their owners keep osc_ucxx_alloc_cache bytes of them and release the
+ * rest, and the peers' idle rkeys, which would hold every one, must hold at
+ * most that many bytes per worker either (with 64 of them and no bound on
+ * bytes, 2 ranks grew by 75 MiB; 2-10 MiB so). */
 #include "testutil.h"
 #include <pthread.h>
 #include <stdint.h>
@@ -137,26 +143,63 @@ static long shm_mapped(void)
     return total;
 }
 
-static void big_windows(int count)
+/* osc_ucxx_alloc_cache (MPI_T), or its default where it cannot be read. */
+static long alloc_cache(void)
+{
+    int provided, index, count;
+    unsigned long value = 16UL << 20;
+    MPI_T_cvar_handle handle;
+    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) return (long) value;
+    if (MPI_SUCCESS == MPI_T_cvar_get_index("osc_ucxx_alloc_cache", &index) &&
+        MPI_SUCCESS == MPI_T_cvar_handle_alloc(index, NULL, &handle, &count)) {
+        (void) MPI_T_cvar_read(handle, &value);
+        MPI_T_cvar_handle_free(&handle);
+    }
+    MPI_T_finalize();
+    return (long) value;
+}
+
+/* A window of n int64 reached by a put from the previous rank, checked. */
+static void put_window(MPI_Aint n, int k, const char *what)
+{
+    int64_t *base, val = pattern(me, k, 7);
+    MPI_Win win;
+    TU_MPI(MPI_Win_allocate(n * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    base[n - 1] = 0;
+    TU_MPI(MPI_Win_fence(0, win));
+    TU_MPI(MPI_Put(&val, 1, MPI_INT64_T, next, n - 1, 1, MPI_INT64_T, win));
+    TU_MPI(MPI_Win_fence(0, win));
+    TU_CHECK(base[n - 1] == pattern(prev, k, 7), "%s window %d: %lld, expected %lld", what, k,
+             (long long) base[n - 1], (long long) pattern(prev, k, 7));
+    TU_MPI(MPI_Win_free(&win));
+}
+
+static void big_windows(int count, long cache)
 {
     long after_first = 0;
     for (int k = 0; k < count; k++) {
-        MPI_Aint n = (2 << 20) / 8 + k * 1024;
-        int64_t *base, val = pattern(me, k, 7);
-        MPI_Win win;
-        TU_MPI(MPI_Win_allocate(n * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
-        base[n - 1] = 0;
-        TU_MPI(MPI_Win_fence(0, win));
-        TU_MPI(MPI_Put(&val, 1, MPI_INT64_T, next, n - 1, 1, MPI_INT64_T, win));
-        TU_MPI(MPI_Win_fence(0, win));
-        TU_CHECK(base[n - 1] == pattern(prev, k, 7), "big window %d: %lld, expected %lld", k,
-                 (long long) base[n - 1], (long long) pattern(prev, k, 7));
-        TU_MPI(MPI_Win_free(&win));
+        put_window((2L << 20) / 8 + cache / 4 / 8 + k * 1024, k, "big");
         if (0 == k) after_first = shm_mapped();
     }
     long grown = shm_mapped() - after_first;
     TU_CHECK(grown < 4L << 20, "%d big windows created and freed left %ld more bytes of "
              "shared-memory segments mapped than the first", count, grown);
+}
+
+/* Owners keep `cache` bytes; each worker's idle rkeys map at most as many
+ * (or 4 MiB): with a worker for the links and one for the direct mappings
+ * at most, growth stays under three times the cache and a margin. */
+static void kept_windows(int count, long cache)
+{
+    long before = shm_mapped(), bound = 3 * (cache > (4L << 20) ? cache : 4L << 20) + (4L << 20);
+    for (int k = 0; k < count && cache >= (1L << 20); k++) {
+        put_window(cache / 8 / 8 + k * 8192, k, "kept");
+    }
+    long grown = shm_mapped() - before;
+    TU_CHECK(grown < bound, "%d windows of keepable sizes created and freed left %ld more "
+             "bytes of shared-memory segments mapped (at most %ld expected: %ld kept by "
+             "their owners and as much in each worker's idle rkeys)", count, grown, bound,
+             cache);
 }
 
 int main(int argc, char **argv)
@@ -172,7 +215,9 @@ int main(int argc, char **argv)
         if (!tu_flavor_or_all(flavor)) continue;
         for (int round = 0; round < rounds; round++) one_window(flavor, round);
     }
-    big_windows((int) tu_opt_long(argc, argv, "-b", 12));
+    long cache = alloc_cache();
+    big_windows((int) tu_opt_long(argc, argv, "-b", 12), cache);
+    kept_windows((int) tu_opt_long(argc, argv, "-k", 24), cache);
     int rc = tu_finish("win_reuse");
     MPI_Finalize();
     return rc;

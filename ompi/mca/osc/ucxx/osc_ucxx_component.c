@@ -320,14 +320,16 @@ static int component_register(void)
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.share_pmq);
 
-    OSC_UCXX.alloc_cache = 4UL << 20;
+    OSC_UCXX.alloc_cache = 16UL << 20;
     param("alloc_cache",
           "Bytes of what freed windows allocated of their own (MPI_Win_allocate memory "
           "over 256 KiB with its state pages, state segments over 16 KiB; smaller ones come "
           "from arenas shared by the windows alive) kept for the next window that needs at "
           "most that many bytes and at least half of them, at most 32 allocations, none "
           "larger than a quarter of this: creating and freeing a window then costs no "
-          "shared-memory segment; 0: none kept. Released at MPI_Finalize",
+          "shared-memory segment, and the peers that kept their mappings of it touch it "
+          "without a page fault; also the most that the mappings of peers' allocations "
+          "kept by a worker for later windows hold. 0: none kept. Released at MPI_Finalize",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.alloc_cache);
 

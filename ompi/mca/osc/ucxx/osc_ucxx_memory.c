@@ -84,7 +84,14 @@ int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *mem
  *
  * A UCX allocation costs a shared-memory segment to make (shmget + shmat)
  * and to free (shmdt, which gives the pages back): ~5 and ~7 us with 2
- * ranks, most of a window's free.  So what a freed window allocated of its
+ * ranks, most of a window's free.  Its pages cost a fault each where they
+ * are first touched, by the owner and again by every peer that maps them:
+ * UCX's sysv segments fault page by page (no fault-around, which osc/sm's
+ * mmap()ed files get for reads), ~1.9 us per 4 KiB page in a VM, so an
+ * accumulate into a peer's new 2 MiB window paid ~1 ms before any work
+ * (big_xfer accflush, a 2 MiB window per loop: 21-26 ms against osc/sm's
+ * 12-16; 10-12 with the allocation kept, 4 MiB per allocation at most as
+ * osc_ucxx_alloc_cache's quarter).  So what a freed window allocated of its
  * own (an MPI_Win_allocate window's state pages + memory, one memh, or a
  * state segment, where too large for an arena) is kept, up to
  * osc_ucxx_alloc_cache bytes in all,

@@ -28,6 +28,15 @@ static inline bool state_in_data(const ompi_osc_ucxx_peer_t *peer)
     return 0 == peer->state_rkey_len;
 }
 
+/* About how many bytes of the peer's a data or state rkey maps (what an
+ * idle one holds; its allocation may be larger: an arena, a kept one). */
+static size_t mapped_bytes(const ompi_osc_ucxx_module_t *module,
+                           const ompi_osc_ucxx_peer_t *peer, bool state)
+{
+    if (state) return module->state_size;
+    return peer->size + (state_in_data(peer) ? module->state_size : 0);
+}
+
 /* The peer's data or state rkey on the worker's endpoint `ep`, from the
  * worker's kept ones where it has it (ompi_osc_ucxx_rkey_take). */
 static int unpack_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
@@ -42,7 +51,8 @@ static int unpack_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *w
         return OMPI_SUCCESS;  /* zero-size window: nothing to reach */
     }
     return ompi_osc_ucxx_rkey_take(worker, ompi_comm_peer_lookup(module->comm, target), ep,
-                                   state ? peer->state_serial : peer->data_serial, buf, rkey);
+                                   state ? peer->state_serial : peer->data_serial,
+                                   mapped_bytes(module, peer, state), buf, rkey);
 }
 
 /* (A window released at finalize has lost its communicator: its kept rkeys

@@ -631,6 +631,7 @@ static void worker_construct(ompi_osc_ucxx_worker_t *worker)
     opal_hash_table_init(&worker->rkeys, 64);
     worker->idle_first = worker->idle_last = NULL;
     worker->idle = 0;
+    worker->idle_bytes = 0;
 }
 
 static void rkeys_destroy(ompi_osc_ucxx_worker_t *worker);
@@ -844,15 +845,26 @@ int ompi_osc_ucxx_main_address(const void **addr, size_t *len)
  * allocation's serial number (the peer's count of UCX allocations; a
  * packed rkey's bytes do not identify an allocation: a freed object's
  * name is reused), and hands them out again: windows take and give
- * them, and up to OSC_UCXX_RKEYS_IDLE that no window uses stay.  An rkey
- * kept for an allocation its owner has since freed keeps that memory
+ * them, and up to OSC_UCXX_RKEYS_IDLE that no window uses stay, mapping
+ * about idle_bytes_max() bytes at most (oldest evicted first).  An
+ * rkey kept for an allocation its owner has since freed keeps that memory
  * alive, never reached again, until it is evicted; so only allocations
  * small enough for the owner to keep, and arenas, carry a serial
- * (osc_ucxx_memory.c).  Serials count up (a 32-bit count: an old rkey would have
+ * (osc_ucxx_memory.c), and what idle rkeys may hold so is bounded by bytes
+ * as the owner's kept allocations are (64 idle rkeys of 4 MiB allocations
+ * would hold 256 MiB).  Serials count up (a 32-bit count: an old rkey would have
  * to outlive 2^32 of its owner's allocations), so a new allocation is
  * never reached through an old rkey. */
 
 #define OSC_UCXX_RKEYS_IDLE 64
+
+/* The bytes idle rkeys may map: as many as the owners keep of their freed
+ * windows, and at least 4 MiB (four window arenas: with osc_ucxx_alloc_cache
+ * 0 nothing is kept but the arenas, whose rkeys are still worth keeping). */
+static size_t idle_bytes_max(void)
+{
+    return OSC_UCXX.alloc_cache > (4UL << 20) ? OSC_UCXX.alloc_cache : 4UL << 20;
+}
 
 struct ompi_osc_ucxx_rkey_t {
     struct {
@@ -860,6 +872,7 @@ struct ompi_osc_ucxx_rkey_t {
         uint64_t serial;
     } key;
     ucp_rkey_h rkey;
+    size_t bytes;                         /* about what it maps */
     int users;                            /* windows' links and mappings */
     ompi_osc_ucxx_rkey_t *prev, *next;    /* the worker's idle list */
 };
@@ -870,10 +883,12 @@ static void idle_unlink(ompi_osc_ucxx_worker_t *worker, ompi_osc_ucxx_rkey_t *e)
     if (e->next) e->next->prev = e->prev; else worker->idle_last = e->prev;
     e->prev = e->next = NULL;
     worker->idle--;
+    worker->idle_bytes -= e->bytes;
 }
 
 int ompi_osc_ucxx_rkey_take(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc, ucp_ep_h ep,
-                            uint32_t serial, const void *packed, ucp_rkey_h *rkey)
+                            uint32_t serial, size_t bytes, const void *packed,
+                            ucp_rkey_h *rkey)
 {
     ompi_osc_ucxx_rkey_t *e = NULL;
     int rc = OMPI_SUCCESS;
@@ -897,6 +912,7 @@ int ompi_osc_ucxx_rkey_take(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc, u
     }
     e->key.proc = key[0];
     e->key.serial = key[1];
+    e->bytes = bytes;
     e->users = 1;
     if (OPAL_SUCCESS != opal_hash_table_set_value_ptr(&worker->rkeys, &e->key, sizeof(e->key),
                                                       e)) {
@@ -937,16 +953,22 @@ void ompi_osc_ucxx_rkey_give(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
     if (e->prev) e->prev->next = e; else worker->idle_first = e;
     worker->idle_last = e;
     worker->idle++;
-    if (worker->idle > OSC_UCXX_RKEYS_IDLE) {
-        evict = worker->idle_first;
-        idle_unlink(worker, evict);
-        opal_hash_table_remove_value_ptr(&worker->rkeys, &evict->key, sizeof(evict->key));
+    worker->idle_bytes += e->bytes;
+    while (worker->idle > OSC_UCXX_RKEYS_IDLE ||
+           (worker->idle > 0 && worker->idle_bytes > idle_bytes_max())) {
+        ompi_osc_ucxx_rkey_t *old = worker->idle_first;
+        idle_unlink(worker, old);
+        opal_hash_table_remove_value_ptr(&worker->rkeys, &old->key, sizeof(old->key));
+        old->next = evict;  /* destroyed outside the lock */
+        evict = old;
     }
 out:
     OSC_UCXX_UNLOCK(&worker->lock);
-    if (NULL != evict) {
+    while (NULL != evict) {
+        ompi_osc_ucxx_rkey_t *next = evict->next;
         ucp_rkey_destroy(evict->rkey);
         free(evict);
+        evict = next;
     }
 }
 
@@ -965,6 +987,7 @@ static void rkeys_destroy(ompi_osc_ucxx_worker_t *worker)
     opal_hash_table_remove_all(&worker->rkeys);
     worker->idle_first = worker->idle_last = NULL;
     worker->idle = 0;
+    worker->idle_bytes = 0;
 }
 
 /* ------------------------------------------------------------------------- */

@@ -29,6 +29,7 @@ struct ompi_osc_ucxx_worker_t {
     opal_hash_table_t rkeys;   /* (proc name, serial) -> ompi_osc_ucxx_rkey_t* */
     ompi_osc_ucxx_rkey_t *idle_first, *idle_last;  /* rkeys no window uses, oldest first */
     int idle;
+    size_t idle_bytes;         /* ... and the bytes they map (about) */
     volatile int32_t pending;  /* request-based operations not yet complete */
     bool acc_fence;            /* accumulates issued UCX atomics since the last
                                 * ucp_worker_fence (osc_ucxx_accumulate.c; under
@@ -64,10 +65,12 @@ int ompi_osc_ucxx_main_address(const void **addr, size_t *len);
  * UCX allocations, published at window creation; 0: not cacheable, unpacked
  * and destroyed each time), unpacked on the worker's endpoint `ep` to the
  * peer, or the one kept from an earlier window (osc_ucxx_worker.c: why).
- * Every take is matched by a give (proc NULL: in finalize, before the
- * worker goes, which destroys what it kept). */
+ * `bytes`: about how much of the peer's memory it maps (what keeping it
+ * idle may hold).  Every take is matched by a give (proc NULL: in
+ * finalize, before the worker goes, which destroys what it kept). */
 int ompi_osc_ucxx_rkey_take(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc, ucp_ep_h ep,
-                            uint32_t serial, const void *packed, ucp_rkey_h *rkey);
+                            uint32_t serial, size_t bytes, const void *packed,
+                            ucp_rkey_h *rkey);
 void ompi_osc_ucxx_rkey_give(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                              uint32_t serial, ucp_rkey_h rkey);
 
