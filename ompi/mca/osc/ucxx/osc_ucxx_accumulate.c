@@ -585,6 +585,7 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     a->elem = dt;
     a->fetch = fetch;
     ompi_osc_ucxx_acc_geometry(a);
+    ompi_osc_ucxx_prefault(module, target, p, (size_t) (count - 1) * a->ext + a->width, true);
     *lockfree = 1 == count && view->acc_single_intrinsic && a->hw &&
                 0 == (peer->base + offset) % a->esize;
     if (*lockfree && !module->state_cpu) {

@@ -148,6 +148,7 @@ xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote, size_
 {
     if (OPAL_LIKELY(t->path.mapped)) {
         char *p = (char *) (uintptr_t) (remote + t->path.delta);
+        ompi_osc_ucxx_prefault(t->module, t->rank, p, len, is_put);
         if (is_put) {
             copy_mapped(p, local, len);
         } else {
@@ -421,6 +422,16 @@ static inline void copy_access(char *p, bool is_put, void *origin_addr, size_t s
     }
 }
 
+/* A large one: the target's pages populated first (ompi_osc_ucxx_prefault;
+ * out of line, so that the common sizes' path does not keep the window). */
+static __opal_attribute_noinline__ void copy_access_large(struct ompi_win_t *win, int target,
+                                                          char *p, bool is_put,
+                                                          void *origin_addr, size_t size)
+{
+    ompi_osc_ucxx_prefault(OSC_UCXX_VIEW(win)->core, target, p, size, is_put);
+    copy_access(p, is_put, origin_addr, size);
+}
+
 /* Where a plain window's mapped path said no: an ordered window's (out of
  * the plain windows' way), then the general path. */
 static __opal_attribute_noinline__ int
@@ -434,6 +445,7 @@ put_get_else(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, int ori
     if (view->ordered &&
         NULL != (p = ompi_osc_ucxx_mapped_access(view, true, target, target_disp, target_count,
                                                  target_dt, origin_count, origin_dt, &size))) {
+        ompi_osc_ucxx_prefault(view->core, target, p, size, is_put);
         copy_access(p, is_put, origin_addr, size);
         return OMPI_SUCCESS;
     }
@@ -452,7 +464,11 @@ put_or_get(struct ompi_win_t *win, bool is_put, void *origin_addr, int origin_co
                                           target_count, target_dt, origin_count, origin_dt,
                                           &size);
     if (OPAL_LIKELY(NULL != p)) {
-        copy_access(p, is_put, origin_addr, size);
+        if (OPAL_UNLIKELY(size > OSC_UCXX_PREFAULT_MIN)) {
+            copy_access_large(win, target, p, is_put, origin_addr, size);
+        } else {
+            copy_access(p, is_put, origin_addr, size);
+        }
         return OMPI_SUCCESS;
     }
     return put_get_else(OSC_UCXX_VIEW(win), is_put, origin_addr, origin_count, origin_dt, target,

@@ -60,6 +60,9 @@ struct ompi_osc_ucxx_peer_t {
     ucp_rkey_h direct_rkeys[2];
     volatile uint64_t fence_seen;  /* the peer has called this many fences */
     uint64_t posts_taken;          /* PSCW: its slot posts we have consumed */
+    /* 2 MiB chunks of direct_data whose pages this process has populated
+     * (a bit each, made at the first large copy: ompi_osc_ucxx_prefault) */
+    uint64_t *volatile prefaulted;
 };
 
 struct ompi_osc_ucxx_link_t {
@@ -331,5 +334,23 @@ static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
 }
 
 END_C_DECLS
+
+/* Copies of more than this to or from a peer's mapped window memory
+ * populate this process's page tables first, once per 2 MiB chunk. */
+#define OSC_UCXX_PREFAULT_MIN (256 * 1024)
+
+void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, char *p,
+                                  size_t len, bool write);
+
+/* Before copying `len` bytes at `p`, mapped memory of `target` (a store
+ * when `write`): the large ones populate the chunks they touch first
+ * (osc_ucxx_target.c says why). */
+static inline void ompi_osc_ucxx_prefault(ompi_osc_ucxx_module_t *module, int target, char *p,
+                                          size_t len, bool write)
+{
+    if (OPAL_UNLIKELY(len > OSC_UCXX_PREFAULT_MIN) && OSC_UCXX.prefault) {
+        ompi_osc_ucxx_prefault_range(module, target, p, len, write);
+    }
+}
 
 #endif /* OMPI_OSC_UCXX_TARGET_H */

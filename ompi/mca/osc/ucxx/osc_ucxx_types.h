@@ -100,6 +100,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool share_user;          /* move attached user memory onto shared memory */
     unsigned long share_max;  /* ... up to this many bytes per attachment */
     bool share_pmq;           /* ... finding mappings by PROCMAP_QUERY (osc_ucxx_share.c) */
+    bool prefault;            /* populate peers' mapped chunks before large copies (comm.c) */
     unsigned long share_chunk;  /* ... peers mapping our pool this many bytes at a time */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
     bool keep_comm;           /* windows' communicators shared or kept (osc_ucxx_wcomm.c) */

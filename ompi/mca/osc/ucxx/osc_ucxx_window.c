@@ -511,6 +511,9 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     }
     ompi_osc_ucxx_wcomm_put(module);
     if (NULL != module->access) OBJ_RELEASE(module->access);
+    for (int i = 0; NULL != module->peers && i < module->size; ++i) {
+        free(module->peers[i].prefaulted);
+    }
     free(module->peers);
     free(module->blobs);
     free(module->posts_seen);
