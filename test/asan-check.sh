@@ -20,7 +20,8 @@
 # Usage: test/asan-check.sh            (from anywhere; about 2 minutes)
 # Environment:
 #   ASAN_TESTS=REGEX   tests to run (default below: the threaded and
-#                      progress-thread tests, win_reuse: rkeys that
+#                      progress-thread tests, large: the copy loop and
+#                      the prefault chunk bits, win_reuse: rkeys that
 #                      workers keep across windows, win_comm:
 #                      communicators kept across windows, --mt among them,
 #                      win_alive: state arenas, win_early: active
@@ -36,7 +37,7 @@
 set -euo pipefail
 
 # The tests run under ASan: programs of test/*.list whose name matches.
-ASAN_TESTS=${ASAN_TESTS:-'^(threads|win_reuse|win_comm|win_alive|win_early|at_barrier|share_edges|share_pool|share_stale|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
+ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|win_reuse|win_comm|win_alive|win_early|at_barrier|share_edges|share_pool|share_stale|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${ASAN_DIR:-$top/build-asan}

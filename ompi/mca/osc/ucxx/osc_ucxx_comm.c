@@ -61,22 +61,12 @@ __attribute__((target("avx2"))) static void copy_vec32(char *dst, const char *sr
     }
     memcpy(dst, src, len);
 }
-
-static bool copy_has_avx2(void)
-{
-    static int has = -1;  /* (a race stores the same answer) */
-    if (has < 0) {
-        __builtin_cpu_init();
-        has = __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
-    return 1 == has;
-}
 #endif
 
 static __opal_attribute_noinline__ void copy_large(char *dst, const char *src, size_t len)
 {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-    if (copy_has_avx2()) {
+    if (ompi_osc_ucxx_cpu_vector() >= 32) {  /* (a few loads: copies of over 256 KiB) */
         copy_vec32(dst, src, len);
         return;
     }
@@ -422,13 +412,14 @@ static inline void copy_access(char *p, bool is_put, void *origin_addr, size_t s
     }
 }
 
-/* A large one: the target's pages populated first (ompi_osc_ucxx_prefault;
- * out of line, so that the common sizes' path does not keep the window). */
-static __opal_attribute_noinline__ void copy_access_large(struct ompi_win_t *win, int target,
-                                                          char *p, bool is_put,
-                                                          void *origin_addr, size_t size)
+/* Any size, the target's pages populated first where it is large
+ * (ompi_osc_ucxx_prefault; out of line: the common sizes' path in
+ * put_or_get then needs no module). */
+static __opal_attribute_noinline__ void copy_access_prefault(ompi_osc_ucxx_module_t *module,
+                                                             int target, char *p, bool is_put,
+                                                             void *origin_addr, size_t size)
 {
-    ompi_osc_ucxx_prefault(OSC_UCXX_VIEW(win)->core, target, p, size, is_put);
+    ompi_osc_ucxx_prefault(module, target, p, size, is_put);
     copy_access(p, is_put, origin_addr, size);
 }
 
@@ -445,8 +436,7 @@ put_get_else(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, int ori
     if (view->ordered &&
         NULL != (p = ompi_osc_ucxx_mapped_access(view, true, target, target_disp, target_count,
                                                  target_dt, origin_count, origin_dt, &size))) {
-        ompi_osc_ucxx_prefault(view->core, target, p, size, is_put);
-        copy_access(p, is_put, origin_addr, size);
+        copy_access_prefault(view->core, target, p, is_put, origin_addr, size);
         return OMPI_SUCCESS;
     }
     return ompi_osc_ucxx_put_get(view, is_put, origin_addr, origin_count, origin_dt, target,
@@ -465,7 +455,8 @@ put_or_get(struct ompi_win_t *win, bool is_put, void *origin_addr, int origin_co
                                           &size);
     if (OPAL_LIKELY(NULL != p)) {
         if (OPAL_UNLIKELY(size > OSC_UCXX_PREFAULT_MIN)) {
-            copy_access_large(win, target, p, is_put, origin_addr, size);
+            copy_access_prefault(OSC_UCXX_VIEW(win)->core, target, p, is_put, origin_addr,
+                                 size);
         } else {
             copy_access(p, is_put, origin_addr, size);
         }
