@@ -32,6 +32,16 @@ void ompi_osc_ucxx_share_release(const ompi_osc_ucxx_share_t *desc);
 char *ompi_osc_ucxx_share_map(ompi_proc_t *owner, const ompi_osc_ucxx_share_t *desc);
 void ompi_osc_ucxx_share_fini(void);
 
+/* Before a large copy to or from a peer's memory mapped here (osc_ucxx_share.c
+ * says why): populate the 2 MiB chunks of [base + off, + len) whose bit in
+ * `bits` is clear, and set them.  chunk_bits: zeroed bits for a mapping of
+ * `bytes` (NULL where the kernel refuses, or out of memory). */
+uint64_t *ompi_osc_ucxx_share_chunk_bits(size_t bytes);
+void ompi_osc_ucxx_share_populate(char *base, uint64_t *bits, uint64_t off, size_t len);
+/* ... [p, p + len) in a peer's pool mapped here (dynamic windows and memory
+ * handles), if it is one; the pool mapping keeps the bits. */
+void ompi_osc_ucxx_share_prefault(char *p, size_t len);
+
 END_C_DECLS
 
 #endif /* OMPI_OSC_UCXX_SHARE_H */

@@ -12,17 +12,12 @@
  * core's setup_lock, so racing threads make them once.  Also the range
  * check of one access, step 3 of the operation prologue (osc_ucxx_op.h).
  *
- * Prefaulting.  UCX's sysv segments, once mapped here, fault page by page
- * where first touched: the kernel maps no neighbours (no fault-around,
- * which osc/sm's mmap()ed files get for reads), ~1.9 us a 4 KiB page in a
- * VM.  So the first copy of over 256 KiB to or from a 2 MiB chunk of a
- * peer's window populates the page tables for the bytes it copies in one
- * madvise call (MADV_POPULATE_READ / _WRITE: ~0.65 us a page), and the
- * chunk is marked, so that later copies pay nothing (populating pages
- * already mapped costs ~0.15 us a page, as much as copying them).  Pages of
- * a marked chunk that its first copy did not touch fault as before.  The
- * first 16 MiB get from a new window, 2 ranks: 8.1-8.8 ms -> ~4 (osc/sm
- * 2.4-2.7); a put 9.7-10.5 -> ~5 (osc/sm 9.1-10.2).
+ * Prefaulting: the first copy of over 256 KiB to or from a 2 MiB chunk of
+ * a peer's mapped memory populates the page tables for the bytes it copies
+ * (osc_ucxx_share.c says why and how).  Window memory keeps its chunk bits
+ * with the peer; dynamic regions and memory handles, in the peer's pool
+ * mapping.  The first 16 MiB get from a new allocated window, 2 ranks:
+ * 8.1-8.8 ms -> ~4 (osc/sm 2.4-2.7); a put 9.7-10.5 -> ~5 (osc/sm 9.1-10.2).
  */
 
 #include "ompi_config.h"
@@ -33,29 +28,12 @@
 #include "osc_ucxx_share.h"
 #include "osc_ucxx_dynamic.h"
 
-#include "opal/util/sys_limits.h"
-
-#include <errno.h>
-#include <sys/mman.h>
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22  /* Linux 5.14 */
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-
-#define PREFAULT_SHIFT 21      /* 2 MiB chunks */
-
-static volatile bool prefault_refused;  /* the kernel has no MADV_POPULATE_* */
-
 /* The peer's chunk bits, made on first use (a racing thread's are freed). */
 static uint64_t *prefault_bits(ompi_osc_ucxx_peer_t *peer)
 {
     uint64_t *bits = peer->prefaulted;
     if (NULL != bits) return bits;
-    size_t chunks = (peer->size >> PREFAULT_SHIFT) + 1;
-    bits = calloc((chunks + 63) / 64, sizeof(*bits));
+    bits = ompi_osc_ucxx_share_chunk_bits(peer->size);
     if (NULL == bits) return NULL;
     uint64_t *none = NULL;
     if (!__atomic_compare_exchange_n(&peer->prefaulted, &none, bits, false, __ATOMIC_ACQ_REL,
@@ -66,20 +44,11 @@ static uint64_t *prefault_bits(ompi_osc_ucxx_peer_t *peer)
     return bits;
 }
 
-/* Populate [lo, hi) of the mapping, whole pages (the pages holding the
- * bytes are mapped: the segment is). */
-static void populate(char *lo, char *hi, bool write)
-{
-    uintptr_t page = (uintptr_t) opal_getpagesize();
-    uintptr_t a = (uintptr_t) lo & ~(page - 1);
-    uintptr_t b = ((uintptr_t) hi + page - 1) & ~(page - 1);
-    if (0 != madvise((void *) a, b - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) &&
-        EINVAL == errno) {
-        prefault_refused = true;
-        OSC_UCXX_VERBOSE(10, "madvise(MADV_POPULATE_*) refused: peers' pages fault as touched");
-    }
-}
-
+/* Loads from a peer's pool file (moved user memory) get fault-around and
+ * are left alone (a first 16 MiB get from a dynamic window, 2 ranks:
+ * 2.8-3.2 ms so, 3.9-4.5 populated).  So is our own memory: it may be
+ * private, where a read populate would map the zero page under the
+ * stores. */
 void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, char *p,
                                   size_t len, bool write)
 {
@@ -87,24 +56,14 @@ void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, ch
     char *base = peer->direct_data;
     uint64_t *bits;
 
-    if (prefault_refused || NULL == base || p < base || (uint64_t) (p - base) > peer->size ||
-        len > peer->size - (uint64_t) (p - base) || NULL == (bits = prefault_bits(peer))) {
-        return;  /* (not the window's direct mapping: dynamic regions, our own memory) */
+    if (target == module->rank) return;
+    if (NULL == base || p < base || (uint64_t) (p - base) > peer->size ||
+        len > peer->size - (uint64_t) (p - base)) {
+        if (write) ompi_osc_ucxx_share_prefault(p, len);  /* dynamic regions, memory handles */
+        return;
     }
-    uint64_t off = (uint64_t) (p - base), first = off >> PREFAULT_SHIFT;
-    uint64_t last = (off + len - 1) >> PREFAULT_SHIFT;
-    for (uint64_t c = first; c <= last; ++c) {
-        uint64_t run = c;  /* a run of unmarked chunks, populated in one call */
-        while (run <= last && !(bits[run / 64] & (1ULL << (run % 64)))) {
-            __atomic_fetch_or(&bits[run / 64], 1ULL << (run % 64), __ATOMIC_RELAXED);
-            ++run;
-        }
-        if (run > c) {
-            uint64_t lo = c << PREFAULT_SHIFT > off ? c << PREFAULT_SHIFT : off;
-            uint64_t hi = run << PREFAULT_SHIFT < off + len ? run << PREFAULT_SHIFT : off + len;
-            populate(base + lo, base + hi, write);
-            c = run;
-        }
+    if ((write || peer->loads_fault) && NULL != (bits = prefault_bits(peer))) {
+        ompi_osc_ucxx_share_populate(base, bits, (uint64_t) (p - base), len);
     }
 }
 
@@ -341,6 +300,7 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
                                    OSC_UCXX.main_worker,
                                    ompi_comm_peer_lookup(module->comm, target), &ep)) {
         peer->direct_data = map_direct(module, ep, target, false, peer->base);
+        peer->loads_fault = NULL != peer->direct_data;
         if (!state_in_data(peer)) {
             peer->direct_state = map_direct(module, ep, target, true, peer->state);
         } else if (NULL != peer->direct_data) {

@@ -40,6 +40,8 @@ struct ompi_osc_ucxx_peer_t {
     uint32_t data_serial, state_serial;  /* its allocations' numbers (rkey_take) */
     bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
     volatile bool resolved;  /* the direct mappings below are made (first use of the peer) */
+    bool loads_fault;        /* direct_data faults page by page on loads too (a UCX sysv
+                              * segment: no fault-around), so large gets prefault */
     bool whole;              /* ... and map all of its window memory and its state: a
                               * peer other than us on an allocate or create window
                               * (what the short accumulates check first) */
