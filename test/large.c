@@ -6,10 +6,15 @@
  *   two 4 MiB puts in one lock_all epoch, to the next and the previous rank,
  *   4 MiB get (MPI_INT) under a shared lock,
  *   6 MiB + 13 B get at an odd displacement with lock_all + flush,
- *   4 MiB of data spread over 8 MiB (vector of 2 KiB blocks) put and get.
+ *   4 MiB of data spread over 8 MiB (vector of 2 KiB blocks) put and get;
+ * then through a memory handle on each rank's 12 MiB + 64 B of malloc()ed
+ * memory (MPIX_Win_from_memhandle: dynamic memory, prefaulted as a peer's
+ * pool mapping), 6 MiB + 13 B put at displacement 3 and got back into an
+ * odd address, in lock_all epochs of the parent window.
  * After a put the target checks its whole window (untouched bytes keep the
  * sentinel); after a get the origin checks its whole buffer. */
 #include "testutil.h"
+#include "mpix_ucxx.h"
 #include <stdint.h>
 
 #define MiB (1024 * 1024)
@@ -67,6 +72,45 @@ static void local_check(tu_win_t *w, const span_t *sp, int nsp, const char *what
     TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win));
     check(w->base, WIN_BYTES, sp, nsp, msg);
     TU_MPI(MPI_Win_unlock(rank, w->win));
+}
+
+/* 6 MiB + 13 B put into the next rank's memory handle, and got back. */
+static void memhandle_case(uint8_t *obuf, size_t odd, uint32_t s)
+{
+    int next = (rank + 1) % nprocs, prev = (rank + nprocs - 1) % nprocs, hsize = 0;
+    uint8_t *mem = malloc(WIN_BYTES);
+    char *handles = calloc((size_t) nprocs, MPIX_MAX_MEMHANDLE_SIZE);
+    char mine[MPIX_MAX_MEMHANDLE_SIZE] = {0};
+    MPI_Win parent, w = MPI_WIN_NULL;
+
+    memset(mem, SENT, WIN_BYTES);
+    TU_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &parent));
+    TU_MPI(MPIX_Memhandle_create(mem, WIN_BYTES, MPI_INFO_NULL, parent, mine, &hsize));
+    MPI_Allgather(mine, MPIX_MAX_MEMHANDLE_SIZE, MPI_BYTE, handles, MPIX_MAX_MEMHANDLE_SIZE,
+                  MPI_BYTE, MPI_COMM_WORLD);
+    TU_MPI(MPIX_Win_from_memhandle(handles + (size_t) next * MPIX_MAX_MEMHANDLE_SIZE, WIN_BYTES, 1,
+                                   MPI_INFO_NULL, next, parent, &w));
+    fill(obuf, odd, s + rank);
+    TU_MPI(MPI_Win_lock_all(0, parent));
+    TU_MPI(MPI_Put(obuf, odd, MPI_BYTE, next, 3, odd, MPI_BYTE, w));
+    TU_MPI(MPI_Win_flush(next, w));
+    TU_MPI(MPI_Win_unlock_all(parent));
+    MPI_Barrier(MPI_COMM_WORLD);
+    { span_t sp = { 3, odd, s + prev }; check(mem, WIN_BYTES, &sp, 1, "6 MiB+13 put (memory handle)"); }
+
+    memset(obuf, SENT, WIN_BYTES);
+    TU_MPI(MPI_Win_lock_all(0, parent));
+    TU_MPI(MPI_Get(obuf + 1, odd, MPI_BYTE, next, 3, odd, MPI_BYTE, w));
+    TU_MPI(MPI_Win_flush(next, w));
+    TU_MPI(MPI_Win_unlock_all(parent));
+    { span_t sp = { 1, odd, s + rank }; check(obuf, WIN_BYTES, &sp, 1, "6 MiB+13 get (memory handle)"); }
+    MPI_Barrier(MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_free(&w));
+    MPI_Barrier(MPI_COMM_WORLD);  /* no window on our handle is left */
+    TU_MPI(MPIX_Memhandle_release(mine, parent));
+    TU_MPI(MPI_Win_free(&parent));
+    free(handles);
+    free(mem);
 }
 
 int main(int argc, char **argv)
@@ -186,6 +230,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         tu_win_free(&w);
     }
+    if (tu_flavor_enabled(TU_DYNAMIC)) memhandle_case(obuf, odd, s + 10);
     free(obuf);
     int rc = tu_finish("large");
     MPI_Finalize();

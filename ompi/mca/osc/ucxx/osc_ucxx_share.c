@@ -909,6 +909,8 @@ void ompi_osc_ucxx_share_populate(char *base, uint64_t *bits, uint64_t off, size
         if (run > c) {
             uint64_t lo = c << PREFAULT_SHIFT > off ? c << PREFAULT_SHIFT : off;
             uint64_t hi = run << PREFAULT_SHIFT < off + len ? run << PREFAULT_SHIFT : off + len;
+            OSC_UCXX_VERBOSE(50, "populating %" PRIu64 " bytes at %p before a large copy", hi - lo,
+                             (void *) (base + lo));
             populate(base + lo, base + hi);
             c = run;
         }
