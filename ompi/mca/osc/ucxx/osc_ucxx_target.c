@@ -16,8 +16,10 @@
  * a peer's mapped memory populates the page tables for the bytes it copies
  * (osc_ucxx_share.c says why and how).  Window memory keeps its chunk bits
  * with the peer; dynamic regions and memory handles, in the peer's pool
- * mapping.  The first 16 MiB get from a new allocated window, 2 ranks:
- * 8.1-8.8 ms -> ~4 (osc/sm 2.4-2.7); a put 9.7-10.5 -> ~5 (osc/sm 9.1-10.2).
+ * mapping.  The first 16 MiB access to a new window, 2 ranks: an
+ * allocated one's get 8.1-8.8 ms -> 4.6-5.5 (osc/sm 3.5), put 9.7-10.5 ->
+ * 4.6-5.7 (osc/sm 9.3); a create window's put 5.7-6.2 -> 3.6-4.1, a
+ * dynamic one's 7.3-9.0 -> 4.5 (osc/rdma 4.9-5.1).
  */
 
 #include "ompi_config.h"

@@ -337,8 +337,9 @@ static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
 
 END_C_DECLS
 
-/* Copies of more than this to or from a peer's mapped window memory
- * populate this process's page tables first, once per 2 MiB chunk. */
+/* Copies of more than this to or from a peer's memory mapped here (window
+ * memory, dynamic regions, memory handles) populate this process's page
+ * tables first, once per 2 MiB chunk. */
 #define OSC_UCXX_PREFAULT_MIN (256 * 1024)
 
 void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, char *p,
@@ -346,7 +347,7 @@ void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, ch
 
 /* Before copying `len` bytes at `p`, mapped memory of `target` (a store
  * when `write`): the large ones populate the chunks they touch first
- * (osc_ucxx_target.c says why). */
+ * (osc_ucxx_share.c says why; loads only where they fault page by page). */
 static inline void ompi_osc_ucxx_prefault(ompi_osc_ucxx_module_t *module, int target, char *p,
                                           size_t len, bool write)
 {
