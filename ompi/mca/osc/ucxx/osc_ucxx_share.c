@@ -902,7 +902,9 @@ void ompi_osc_ucxx_share_populate(char *base, uint64_t *bits, uint64_t off, size
 
     for (uint64_t c = first; c <= last && !prefault_refused; ++c) {
         uint64_t run = c;  /* a run of unmarked chunks, populated in one call */
-        while (run <= last && !(bits[run / 64] & (1ULL << (run % 64)))) {
+        /* (threads copying at once may both populate a chunk: harmless) */
+        while (run <= last &&
+               !(__atomic_load_n(&bits[run / 64], __ATOMIC_RELAXED) & (1ULL << (run % 64)))) {
             __atomic_fetch_or(&bits[run / 64], 1ULL << (run % 64), __ATOMIC_RELAXED);
             ++run;
         }
