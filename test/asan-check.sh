@@ -27,24 +27,28 @@
 #                      win_alive: state arenas, win_early: active
 #                      messages for windows still being created,
 #                      share_pool: the pool moved pages come from,
+#                      alloc_layout, win_nomem: window allocations, and
+#                      those the address space refuses,
 #                      share_stale: records of moves cut and split)
 #   ASAN_DIR=DIR       work directory (default build-asan/ in the source tree):
 #                      src/ (copy of the sources), build/, prefix/,
 #                      components/, results/ (one log per run)
-#   ASAN_OPTIONS=...   default detect_leaks=0:abort_on_error=1 (Open MPI
-#                      itself does not free everything at finalize)
+#   ASAN_OPTIONS=...   default detect_leaks=0:abort_on_error=1:allocator_may_return_null=1
+#                      (Open MPI itself does not free everything at finalize;
+#                      a request the allocator cannot meet returns NULL, as
+#                      without ASan: alloc_layout and win_nomem test that)
 #   TRANSPORTS, TEST_TIMEOUT, MPIRUN_ARGS   passed on to run-tests.sh
 set -euo pipefail
 
 # The tests run under ASan: programs of test/*.list whose name matches.
-ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|win_reuse|win_comm|win_alive|win_early|at_barrier|share_edges|share_pool|share_stale|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
+ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|alloc_layout|win_nomem|win_reuse|win_comm|win_alive|win_early|at_barrier|share_edges|share_pool|share_stale|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${ASAN_DIR:-$top/build-asan}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 build=$work/build prefix=$work/prefix compdir=$work/components
-asan_options=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+asan_options=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:allocator_may_return_null=1}
 jobs=$(nproc 2>/dev/null || echo 2)
 say() { echo "asan-check: $*"; }
 die() { echo "asan-check: $*" >&2; exit 1; }
