@@ -17,7 +17,7 @@
 # library ("ASan runtime does not come first in initial library list") unless
 # LD_PRELOAD puts it first.
 #
-# Usage: test/asan-check.sh            (from anywhere; about 2 minutes)
+# Usage: test/asan-check.sh            (from anywhere; about 5 minutes after the first build)
 # Environment:
 #   ASAN_TESTS=REGEX   tests to run (default below: the threaded and
 #                      progress-thread tests, large: the copy loop and
