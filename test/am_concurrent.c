@@ -136,9 +136,7 @@ int main(int argc, char **argv)
                      0 == strcmp(got, "2"), "%s: am_pipeline_unit from the creation info reads "
                      "'%s', expected '2'", tu_flavor_names[f], got);
         }
-        /* the counters sit on a whole page of rank 0's window: attached memory of
-         * dynamic windows is shared on the node page by page (osc_ucxx_share_user_memory),
-         * so origins can compute there too */
+        /* the counters sit on a whole page of rank 0's window */
         coff = (int) ((PAGE - (uintptr_t) w.base % PAGE) % PAGE / sizeof(int));
         MPI_Bcast(&coff, 1, MPI_INT, 0, MPI_COMM_WORLD);
         c = (int *) w.base + coff;

@@ -26,10 +26,10 @@
 #                      communicators kept across windows, --mt among them,
 #                      win_alive: state arenas, win_early: active
 #                      messages for windows still being created,
-#                      share_pool: the pool moved pages come from,
 #                      alloc_layout, win_nomem: window allocations, and
-#                      those the address space refuses,
-#                      share_stale: records of moves cut and split)
+#                      those the address space refuses, um_edges and
+#                      um_cma: user memory, cross-memory attach and its
+#                      accumulate buffers)
 #   ASAN_DIR=DIR       work directory (default build-asan/ in the source tree):
 #                      src/ (copy of the sources), build/, prefix/,
 #                      components/, results/ (one log per run)
@@ -41,7 +41,7 @@
 set -euo pipefail
 
 # The tests run under ASan: programs of test/*.list whose name matches.
-ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|alloc_layout|win_nomem|win_reuse|win_comm|win_alive|win_early|at_barrier|share_edges|share_pool|share_stale|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
+ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|alloc_layout|win_nomem|win_reuse|win_comm|win_alive|win_early|at_barrier|um_edges|um_cma|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${ASAN_DIR:-$top/build-asan}

@@ -1,12 +1,10 @@
 /* Dynamic windows: MPI_Put / MPI_Get of one predefined type to a region an
- * origin thread has used before (the mapped path that skips the general
- * prologue where the region is shared memory mapped here), across detach and
- * re-attach.  Ranks in a ring: each is the target of the previous rank.
+ * origin thread has used before (its region cache's hot range, which skips
+ * the lookup), across detach and re-attach.  Ranks in a ring: each is the target of the previous rank.
  * -t N threads per rank (default 3; MPI_THREAD_MULTIPLE, each thread its
  * own slot and its own region cache; -t 1: MPI_Init, one worker);
  * -r N rounds (default 6); -i N iterations per thread and round (default
- * 40); --no-share: osc_ucxx_share_user_memory=0 (user memory stays private,
- * nothing is mapped).  Window error handler MPI_ERRORS_RETURN.  Round r:
+ * 40).  Window error handler MPI_ERRORS_RETURN.  Round r:
  *  1. every rank attaches its region: in rounds r % 3 == 1 the memory of
  *     round r-1 again (detached, zeroed and attached at the same address),
  *     else fresh memory (page-aligned in even rounds); the addresses go
@@ -118,9 +116,6 @@ int main(int argc, char **argv)
     nt = (int) tu_opt_long(argc, argv, "-t", 3);
     rounds = (int) tu_opt_long(argc, argv, "-r", 6);
     iters = (int) tu_opt_long(argc, argv, "-i", 40);
-    if (tu_opt_flag(argc, argv, "--no-share")) {
-        setenv("OMPI_MCA_osc_ucxx_share_user_memory", "0", 1);
-    }
     if (nt < 1 || nt > MAXT) nt = 3;
     tu_mt = nt > 1;   /* (threads need MPI_THREAD_MULTIPLE; tu_init fails without it) */
     tu_init(&argc, &argv);

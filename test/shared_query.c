@@ -49,13 +49,11 @@ static MPI_Comm comm, node;
 static int me, nprocs;
 
 /* L_PAGES (create windows only): rank r exposes r + 1 whole pages at a
- * page-aligned base, memory osc/ucxx moves onto shared memory, so peers on
- * the node must answer "pointer" (shm transport; "none" under
- * UCX_TLS=tcp,self and with --no-share or --no-direct). */
+ * page-aligned base; that memory stays private to its process, so peers
+ * must answer "none" (osc/ucxx never maps another process's user memory). */
 enum { L_ALL, L_HOLES, L_NONE, L_PAGES, L_N };
 static const char *layout_names[] = { "all ranks have memory", "even ranks 0 bytes",
                                       "no rank has memory", "whole pages" };
-static int share_expected;
 static int du_of(int r) { return 1 << (r % 4); }
 
 static MPI_Aint size_of(int r, int layout)
@@ -154,9 +152,8 @@ static void one_window(int flavor, int layout, int noncontig)
         } else if (TU_ALLOC_SHARED == flavor) {
             TU_CHECK(pointer, "%s: query of rank %d gave size 0 and NULL on a shared window", how, r);
         } else if (L_PAGES == layout) {
-            TU_CHECK(share_expected ? pointer : none, "%s: query of rank %d: size %ld base %p, "
-                     "expected %s", how, r, (long) sz, p,
-                     share_expected ? "a pointer (moved pages)" : "size 0 and NULL");
+            TU_CHECK(none, "%s: query of rank %d: size %ld base %p, expected size 0 and NULL",
+                     how, r, (long) sz, p);
         }
         if (r == lowest) { qs[0] = sz; qd = du; qp = p; }
         if (pointer && !(r == me && p != w.base)) {
@@ -242,8 +239,6 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     node = tu_node_comm(MPI_COMM_WORLD, NULL);
-    share_expected = !tu_tcp_only() && !tu_opt_flag(argc, argv, "--no-share") &&
-                     !tu_opt_flag(argc, argv, "--no-direct");
     tu_watchdog("shared_query", 60);
     for (int flavor = 0; flavor < TU_NFLAVORS_ALL; flavor++) {
         /* (across nodes shared windows are made per node: always tested) */

@@ -348,9 +348,6 @@ static inline void tu_parse_args(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
         else if (0 == strcmp(argv[i], "--mt")) tu_mt = 1;
-        else if (0 == strcmp(argv[i], "--no-share")) {
-            setenv("OMPI_MCA_osc_ucxx_share_user_memory", "0", 1);
-        }
         else if (0 == strcmp(argv[i], "--single-intrinsic")) continue;  /* (acc_ops reads it) */
         else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);
     }

@@ -465,6 +465,15 @@ ompi_osc_ucxx_hold_elements(ompi_osc_ucxx_hold_t *h, const ompi_osc_ucxx_acc_t *
     ompi_osc_ucxx_stripes_lock(h->state, h->mask);
 }
 
+/* Cross-memory attach (osc_ucxx_acc_cma.c): the origin applies the
+ * operation under the target's stripes to its unmapped user memory
+ * (t->path.cma).  OMPI_ERR_NOT_AVAILABLE: not here, nothing applied (no
+ * mapped state, gap types, the kernel refused): the message path. */
+int ompi_osc_ucxx_acc_cma(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_count,
+                          ompi_datatype_t *origin_dt, const void *compare_addr,
+                          void *result_addr, int result_count, ompi_datatype_t *result_dt,
+                          int target_count, ompi_datatype_t *target_dt);
+
 /* The message path (osc_ucxx_acc_am.c): the target applies the operation;
  * also how put and get of many small pieces travel (osc_ucxx_comm.c). */
 int ompi_osc_ucxx_acc_am(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_count,

@@ -15,8 +15,11 @@
  *     write; bulk ones take the exclusion once per span of at most
  *     osc_ucxx_acc_hold bytes and apply whole runs with ompi_op_reduce at
  *     memory speed (osc_ucxx_acc.h);
- *   - the target, for everything from an origin that does not map it: one
- *     active message per chunk, applied the same way by the target
+ *   - the origin, where the target is the owner of user memory on the node
+ *     that it reaches by cross-memory attach: read, applied here and written
+ *     back under the target's stripes (osc_ucxx_acc_cma.c);
+ *   - the target, for everything from an origin that does not reach it so:
+ *     one active message per chunk, applied the same way by the target
  *     (osc_ucxx_acc_am.c).
  * No lock-free element update exists by default, so a bulk accumulate's
  * plain read-modify-write can never interleave with a single-element
@@ -26,7 +29,10 @@
  * is mapped and every process of the window maps every other (state_cpu),
  * else a UCX atomic (native ops, a compare-and-swap loop for the others),
  * so that all atomics on a word are of one kind.  Elements no atomic
- * instruction covers (1, 2 or 16 bytes, pairs) keep the exclusion.
+ * instruction covers (1, 2 or 16 bytes, pairs) keep the exclusion.  On user
+ * memory that peers on the node may reach by cross-memory attach
+ * (module->user_stripes) no lock-free atomic is used, by any process: a
+ * stripe read-modify-write is not atomic with one.
  *
  * Paths: predefined types, the same type and count on every side, to
  * memory mapped here whole take a mapped path first (the checks of put and
@@ -423,7 +429,31 @@ static int acc_setup(ompi_osc_ucxx_acc_t *a, ompi_op_t *op, ompi_datatype_t *ori
 /* acc_single_intrinsic: this single element takes one atomic, no exclusion. */
 static bool lock_free(const ompi_osc_ucxx_acc_t *a, uint64_t remote)
 {
-    return a->t->view->acc_single_intrinsic && a->hw && 0 == remote % a->esize;
+    return a->t->view->acc_single_intrinsic && a->hw && 0 == remote % a->esize &&
+           !a->t->module->user_stripes;
+}
+
+/* Memory not mapped here: applied here by cross-memory attach where the
+ * origin reaches the target so (under its stripes), else by the target. */
+static int acc_unmapped(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_count,
+                        ompi_datatype_t *origin_dt, const void *compare_addr, void *result_addr,
+                        int result_count, ompi_datatype_t *result_dt, int target_count,
+                        ompi_datatype_t *target_dt)
+{
+    int rc;
+
+    if (a->t->path.cma) {
+        rc = order_before(a, false);
+        if (OMPI_SUCCESS != rc) return rc;
+        rc = ompi_osc_ucxx_acc_cma(a, origin_addr, origin_count, origin_dt, compare_addr,
+                                   result_addr, result_count, result_dt, target_count,
+                                   target_dt);
+        if (OMPI_ERR_NOT_AVAILABLE != rc) return rc;
+    }
+    rc = order_before(a, true);
+    if (OMPI_SUCCESS != rc) return rc;
+    return ompi_osc_ucxx_acc_am(a, origin_addr, origin_count, origin_dt, compare_addr,
+                                result_addr, result_count, result_dt, target_count, target_dt);
 }
 
 /* Which atomic a lock-free element takes: a CPU one where the memory is
@@ -468,10 +498,7 @@ static int acc_contig(ompi_osc_ucxx_acc_t *a, const void *origin, void *result, 
         }
         return rc;
     }
-    rc = order_before(a, true);
-    if (OMPI_SUCCESS != rc) return rc;
-    return ompi_osc_ucxx_acc_am(a, (void *) origin, n, a->elem, NULL, result, n, a->elem, n,
-                                a->elem);
+    return acc_unmapped(a, (void *) origin, n, a->elem, NULL, result, n, a->elem, n, a->elem);
 }
 
 static int acc(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
@@ -513,10 +540,8 @@ static int acc(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_c
         return rc;
     }
 by_message:
-    rc = order_before(&a, true);
-    if (OMPI_SUCCESS != rc) return rc;
-    return ompi_osc_ucxx_acc_am(&a, (void *) origin_addr, origin_count, origin_dt, NULL,
-                                result_addr, result_count, result_dt, target_count, target_dt);
+    return acc_unmapped(&a, (void *) origin_addr, origin_count, origin_dt, NULL, result_addr,
+                        result_count, result_dt, target_count, target_dt);
 }
 
 int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
@@ -587,7 +612,7 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     ompi_osc_ucxx_acc_geometry(a);
     ompi_osc_ucxx_prefault(module, target, p, (size_t) (count - 1) * a->ext + a->width, true);
     *lockfree = 1 == count && view->acc_single_intrinsic && a->hw &&
-                0 == (peer->base + offset) % a->esize;
+                0 == (peer->base + offset) % a->esize && !module->user_stripes;
     if (*lockfree && !module->state_cpu) {
         return NULL;
     }
@@ -1063,10 +1088,8 @@ static int cas(ompi_osc_ucxx_view_t *view, const void *origin_addr, const void *
         if (OMPI_SUCCESS == rc) cas_mapped(&a, origin_addr, compare_addr, result_addr);
         return rc;
     }
-    rc = order_before(&a, true);
-    if (OMPI_SUCCESS != rc) return rc;
-    return ompi_osc_ucxx_acc_am(&a, (void *) origin_addr, 1, dt, compare_addr, result_addr, 1,
-                                dt, 1, dt);
+    return acc_unmapped(&a, (void *) origin_addr, 1, dt, compare_addr, result_addr, 1, dt, 1,
+                        dt);
 }
 
 int ompi_osc_ucxx_compare_and_swap(const void *origin_addr, const void *compare_addr,

@@ -7,8 +7,11 @@
  * A put in steady state: ompi_osc_ucxx_put -> put_get: the prologue
  * (osc_ucxx_op.h: epoch check, range, worker, path) -> xfer: a memcpy into
  * the mapped target memory, or ucp_put_nbx on the link, counted for the next
- * flush.  Request-based operations complete per operation (ucp completion of
- * each piece), never through a worker flush.
+ * flush.  User memory of a peer on the node (not mapped) goes by
+ * cross-memory attach (osc_ucxx_cma.c), complete when the call returns: one
+ * process_vm_writev / process_vm_readv per contiguous transfer, one per up to
+ * IOV_MAX pieces of derived layouts.  Request-based operations complete per
+ * operation (ucp completion of each piece), never through a worker flush.
  */
 
 #include "ompi_config.h"
@@ -17,6 +20,7 @@
 #include "osc_ucxx_request.h"
 #include "osc_ucxx_dt.h"
 #include "osc_ucxx_acc.h"
+#include "osc_ucxx_cma.h"
 #include "osc_ucxx.h"
 
 static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint64_t remote,
@@ -129,9 +133,32 @@ static int xfer_ucx(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_
     return OMPI_SUCCESS;
 }
 
+/* The kernel refused cross-memory attach after all (the target changed its
+ * credentials or became undumpable): the target is reached through UCX from
+ * now on. */
+static void cma_refused(ompi_osc_ucxx_target_t *t)
+{
+    t->peer->cma = 0;
+    t->path.cma = 0;
+}
+
+/* One contiguous transfer by cross-memory attach. */
+static __opal_attribute_noinline__ int xfer_cma(ompi_osc_ucxx_target_t *t, bool is_put,
+                                                void *local, uint64_t remote, size_t len,
+                                                ompi_osc_ucxx_request_t *req)
+{
+    int rc = ompi_osc_ucxx_cma_copy(t->path.cma, is_put, local, remote, len);
+    if (OPAL_UNLIKELY(OMPI_ERR_NOT_AVAILABLE == rc)) {
+        cma_refused(t);
+        return xfer_ucx(t, is_put, local, remote, len, req);
+    }
+    return rc;
+}
+
 /* One contiguous transfer: a copy where the target's memory is mapped (inline:
- * the common case on a node), else through UCX.  (GCC kept it out of line,
- * a call and a frame per 8 B put: 6.7% of the put's time in perf.) */
+ * the common case on a node), else by cross-memory attach or through UCX.
+ * (GCC kept it out of line, a call and a frame per 8 B put: 6.7% of the
+ * put's time in perf.) */
 static inline __opal_attribute_always_inline__ int
 xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote, size_t len,
      ompi_osc_ucxx_request_t *req)
@@ -145,6 +172,9 @@ xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote, size_
             copy_mapped(local, p, len);
         }
         return OMPI_SUCCESS;
+    }
+    if (t->path.cma) {
+        return xfer_cma(t, is_put, local, remote, len, req);
     }
     return xfer_ucx(t, is_put, local, remote, len, req);
 }
@@ -189,6 +219,48 @@ xfer_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr, int origi
     }
     ompi_osc_ucxx_dt_iter_fini(&o);
     ompi_osc_ucxx_dt_iter_fini(&it);
+    return rc;
+}
+
+/* Cross-memory attach: both layouts walked at once, their matching pieces
+ * copied by batches of up to OSC_UCXX_CMA_BATCH in one system call each.
+ * Refused after all: the pieces again through UCX (a put or get may be
+ * repeated: nothing else touches those bytes meanwhile). */
+#define OSC_UCXX_CMA_BATCH 256
+
+static __opal_attribute_noinline__ int
+xfer_cma_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr, int origin_count,
+                struct ompi_datatype_t *origin_dt, int target_count,
+                struct ompi_datatype_t *target_dt, ompi_osc_ucxx_request_t *req)
+{
+    struct iovec local[OSC_UCXX_CMA_BATCH], remote[OSC_UCXX_CMA_BATCH];
+    ompi_osc_ucxx_dt_iter_t o, it;
+    size_t n = 0, len;
+    uint64_t rp;
+    char *lp;
+    bool more = true;
+    int rc = OMPI_SUCCESS;
+
+    ompi_osc_ucxx_dt_iter_init(&o, origin_addr, origin_count, origin_dt);
+    ompi_osc_ucxx_dt_iter_init(&it, (void *) (uintptr_t) t->remote, target_count, target_dt);
+    while (OMPI_SUCCESS == rc && more) {
+        more = ompi_osc_ucxx_dt_iter_pair(&o, &it, &lp, &rp, &len);
+        if (more) {
+            local[n] = (struct iovec){lp, len};
+            remote[n++] = (struct iovec){(void *) (uintptr_t) rp, len};
+        }
+        if (n > 0 && (!more || OSC_UCXX_CMA_BATCH == n)) {
+            rc = ompi_osc_ucxx_cma_copyv(t->path.cma, is_put, local, remote, n);
+            n = 0;
+        }
+    }
+    ompi_osc_ucxx_dt_iter_fini(&o);
+    ompi_osc_ucxx_dt_iter_fini(&it);
+    if (OPAL_UNLIKELY(OMPI_ERR_NOT_AVAILABLE == rc)) {
+        cma_refused(t);
+        return xfer_pieces(t, is_put, origin_addr, origin_count, origin_dt, target_count,
+                           target_dt, req);
+    }
     return rc;
 }
 
@@ -374,6 +446,9 @@ static int put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, i
     } else if (t.path.mapped && mapped_typed_copy(&t, is_put, origin_addr, origin_count,
                                                   origin_dt, target_count, target_dt, size)) {
         rc = OMPI_SUCCESS;
+    } else if (t.path.cma) {
+        rc = xfer_cma_pieces(&t, is_put, origin_addr, origin_count, origin_dt, target_count,
+                             target_dt, req);
     } else if (!t.path.mapped &&
                small_pieces(&t, origin_addr, origin_count, origin_dt, target_count, target_dt,
                             size)) {
@@ -383,7 +458,7 @@ static int put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, i
         rc = xfer_pieces(&t, is_put, origin_addr, origin_count, origin_dt, target_count,
                          target_dt, req);
     }
-    if (OPAL_UNLIKELY(view->ordered) && !t.path.mapped && OMPI_SUCCESS == rc) {
+    if (OPAL_UNLIKELY(view->ordered) && !t.path.mapped && !t.path.cma && OMPI_SUCCESS == rc) {
         /* mpi_win_order: later operations land after this one */
         rc = ompi_osc_ucxx_fence_link(t.module, t.worker, t.path.link);
     }

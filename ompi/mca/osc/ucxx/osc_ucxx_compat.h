@@ -14,7 +14,6 @@
  *   opal_info_get / nthkey     copy into a buffer         an opal_cstring_t to release
  *   a communicator's id        ompi_comm_get_cid          ompi_comm_get_local_cid, global
  *                                                         only with a parent communicator
- *   PMIx cleanup registration  opal_pmix.register_cleanup opal_pmix_register_cleanup
  *   modex put / optional get   opal_pmix.put, opal_value_t PMIx_Put, pmix_value_t
  *
  * 5.0.x installs lack the pthreads and timer implementation headers its
@@ -150,18 +149,6 @@ static inline uint32_t ompi_osc_ucxx_comm_cid(ompi_communicator_t *comm)
     return ompi_comm_get_local_cid(comm);
 #else
     return ompi_comm_get_cid(comm);
-#endif
-}
-
-/* Ask the PMIx server to remove directory PATH when the job ends. */
-static inline void ompi_osc_ucxx_register_cleanup(char *path)
-{
-#if OMPI_MAJOR_VERSION >= 5
-    (void) opal_pmix_register_cleanup(path, true, false, false);
-#else
-    if (NULL != opal_pmix.register_cleanup) {
-        (void) opal_pmix.register_cleanup(path, true, false, false);
-    }
 #endif
 }
 

@@ -12,7 +12,7 @@
 
 #include "osc_ucxx.h"
 #include "osc_ucxx_acc.h"
-#include "osc_ucxx_share.h"
+#include "osc_ucxx_cma.h"
 
 static int component_register(void);
 static int component_open(void);
@@ -263,73 +263,20 @@ static int component_register(void)
           "Bring UCX up during MPI_Init when osc/ucxx is selected explicitly (--mca osc ucxx) "
           "or by priority: the context, the main worker (its address goes into Open MPI's "
           "modex), an endpoint to the next rank on the node, an rkey each of allocated and "
-          "registered memory unpacked on it, the first state arena and one move of a scratch "
-          "page onto shared memory, so that the first window pays none of the first-use costs "
+          "registered memory unpacked on it and the first state arena, so that the first window "
+          "pays none of the first-use costs "
           "(MPI_Init takes ~7 ms longer with UCX 1.13). 0: the first window does it (a "
           "program that never makes a window pays nothing)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.early_start);
 
-    OSC_UCXX.share_user = true;
-    param("share_user_memory",
-          "Move the pages of memory the application brings (MPI_Win_create, MPI_Win_attach, "
-          "memory handles) onto POSIX shared memory at the same addresses, so peers on "
-          "the node reach it by loads and stores as on allocated windows. Where other threads' "
-          "writes cannot be held off during the move (see osc_ucxx_share_edge_pages), writes by "
-          "another thread to those pages during the call would be lost. A fork()ed child gets "
-          "private copies of them. 0 keeps such memory private (UCX emulates access to it)",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.share_user);
-
-    OSC_UCXX.share_edges = 1;
-    param("share_edge_pages",
-          "Also move the pages at the edges of such memory, which hold other data as well "
-          "(a window smaller than a page, malloc'ed memory), while every other thread's writes "
-          "to them are held off (Linux userfaultfd write protection: root, CAP_SYS_PTRACE, "
-          "sysctl vm.unprivileged_userfaultfd=1 or access to /dev/userfaultfd). Without it only "
-          "the whole pages inside are moved and the edges go through UCX. 0: never; 1: where "
-          "writes made in the kernel can be held too; 2: also where only user-space writes can "
-          "be (unprivileged userfaultfd): a system call of another thread that writes to such a "
-          "page during the move then fails with EFAULT",
-          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.share_edges);
-
-    OSC_UCXX.share_max = 1UL << 30;
-    param("share_user_memory_max",
-          "Largest attachment, in bytes, whose pages osc_ucxx_share_user_memory moves (the "
-          "move copies them once)",
-          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.share_max);
-
-    OSC_UCXX.share_chunk = 64UL << 20;
-    param("share_pool_chunk",
-          "Pages osc_ucxx_share_user_memory moves are carved from one sparse pool file per "
-          "process; peers map it this many bytes at a time (a power of two, at least a page; "
-          "rounded up), once for every window and attachment in the same span, and a move "
-          "that fits in one such chunk is kept inside one",
-          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.share_chunk);
-
-    OSC_UCXX.share_pmq = true;
-    param("share_procmap_query",
-          "Find the mappings of memory osc_ucxx_share_user_memory may move with the kernel's "
-          "PROCMAP_QUERY ioctl (Linux 6.11 and later) instead of reading /proc/self/maps, "
-          "whose text grows with every mapping (moved windows, peers' objects): with 100 "
-          "create windows alive a creation spent ~300 us reading it. 0: read the text, as on "
-          "kernels without the ioctl",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.share_pmq);
-
     OSC_UCXX.prefault = true;
     param("prefault",
           "Before the first copy of over 256 KiB to or from a 2 MiB chunk of a peer's "
           "memory mapped here, populate this process's page tables for the bytes it copies "
-          "in one call (madvise MADV_POPULATE_READ, Linux 5.14 and later): window memory, "
-          "dynamic regions and memory handles for stores, UCX's sysv segments (allocated "
-          "windows) for loads too, which otherwise fault page by page with no fault-around. "
-          "The first 16 MiB put to a new window, 2 ranks: create ~6 ms against ~4, dynamic "
-          "~8 against ~4.5, allocate ~10 against ~5 (osc/sm ~9); a get from an allocated "
-          "one ~8.4 against ~5 (osc/sm ~3.5). 0: fault as touched",
+          "in one call (madvise MADV_POPULATE_READ, Linux 5.14 and later), for stores and, "
+          "on UCX's sysv segments (allocated windows), which otherwise fault page by page "
+          "with no fault-around, for loads too. 0: fault as touched",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.prefault);
 
@@ -452,14 +399,13 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     OSC_UCXX.acc_vector_used = acc_vector_bytes(OSC_UCXX.acc_vector);
     if (ompi_osc_ucxx_context_warm()) {  /* if component_open started UCX */
         ompi_osc_ucxx_state_warm();
-        ompi_osc_ucxx_share_warm();
     }
     return OMPI_SUCCESS;
 }
 
 static int component_finalize(void)
 {
-    ompi_osc_ucxx_share_fini();
+    ompi_osc_ucxx_cma_fini();
     ompi_osc_ucxx_context_fini();   /* (zombie windows drop their communicator entries) */
     ompi_osc_ucxx_wcomm_fini();
     OBJ_DESTRUCT(&OSC_UCXX.requests);

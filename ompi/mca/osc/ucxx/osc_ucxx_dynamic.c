@@ -19,10 +19,8 @@
  * operation on a dynamic window runs under the window's dyn_serial_lock
  * (ompi_osc_ucxx_dyn_serial), since one thread's lookup may grow, refill or
  * drop the cache another's path came from (seen: puts through a torn hot
- * range to wild addresses, rkeys destroyed twice).  Where one worker does
- * everything, the window's entry for the target also points at that
- * worker's cache (peer->dyn_only), so the mapped path finds it without the
- * link table; the cache lives, like its link, until the window goes.
+ * range to wild addresses, rkeys destroyed twice).  The cache lives, like
+ * its link, until the window goes.
  * Memory-handle windows (MPIX_Win_from_memhandle) are views on a dynamic
  * window: their accesses, after their own range check, are dynamic ones.
  *
@@ -35,10 +33,11 @@
  * accumulates go by message to the target, which applies them to its own
  * memory after the same check.
  *
- * Attached pages are moved onto shared memory where possible
- * (osc_ucxx_share.c); the region's description then names the object, and an
- * origin on the node maps it and uses loads and stores, as on an allocated
- * window.
+ * Attached memory stays where it is, private to the target.  An origin on
+ * the node reaches it by cross-memory attach where the kernel allows
+ * (osc_ucxx_cma.c), at the addresses themselves; the generation check above
+ * runs first, so an access never reaches memory detached before its epoch
+ * (memory unmapped meanwhile gives EFAULT: MPI_ERR_RMA_RANGE).
  */
 
 #include "ompi_config.h"
@@ -46,7 +45,6 @@
 #include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_state.h"
 #include "osc_ucxx_am.h"
-#include "osc_ucxx_share.h"
 
 /* ------------------------------------------------------------------------- */
 /* Target side */
@@ -118,7 +116,6 @@ static void region_release(ompi_osc_ucxx_region_t *region)
 {
     ucp_rkey_buffer_release(region->rkey);
     ucp_mem_unmap(OSC_UCXX.context, region->memh);
-    ompi_osc_ucxx_share_release(&region->share);
 }
 
 int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
@@ -134,20 +131,16 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     if (0 == len) {
         return OMPI_SUCCESS;
     }
-    /* before registering: the move changes the pages behind the addresses */
-    ompi_osc_ucxx_share_user(base, len, &region.share);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     params.address = base;
     params.length = len;
     if (UCS_OK != ucp_mem_map(OSC_UCXX.context, &params, &region.memh)) {
-        ompi_osc_ucxx_share_release(&region.share);
         return OMPI_ERR_RMA_ATTACH;
     }
     if (UCS_OK != ucp_rkey_pack(OSC_UCXX.context, region.memh, &region.rkey,
                                 &region.rkey_len)) {
         ucp_mem_unmap(OSC_UCXX.context, region.memh);
-        ompi_osc_ucxx_share_release(&region.share);
         return OMPI_ERR_RMA_ATTACH;
     }
 
@@ -232,7 +225,6 @@ typedef struct {
     uint64_t token;
     uint64_t gen;
     uint64_t region_base, region_len;
-    ompi_osc_ucxx_share_t share;
     uint32_t found;
     uint32_t spans;          /* attached, but across regions: this one holds lo */
     uint32_t rkey_len;
@@ -268,7 +260,6 @@ static int region_req_handler(ompi_osc_ucxx_module_t *module, int from, void *bu
         reply->region_base = module->regions[i].base;
         reply->region_len = module->regions[i].len;
         reply->rkey_len = module->regions[i].rkey_len;
-        reply->share = module->regions[i].share;
         memcpy(reply + 1, module->regions[i].rkey, reply->rkey_len);
     }
     OSC_UCXX_UNLOCK(&module->dyn_lock);
@@ -392,25 +383,14 @@ static int region_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t 
     return rc;
 }
 
-/* A cache entry for the region a lookup returned: its rkey, and its shared
- * pages mapped here when the target is on our node. */
-static int region_entry(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link, int target,
-                        const region_wait_t *wait, dynentry_t *entry)
+/* A cache entry for the region a lookup returned: its rkey. */
+static int region_entry(ompi_osc_ucxx_link_t *link, const region_wait_t *wait, dynentry_t *entry)
 {
     memset(entry, 0, sizeof(*entry));
     entry->base = wait->reply.region_base;
     entry->len = wait->reply.region_len;
     if (UCS_OK != ucp_ep_rkey_unpack(link->ep, wait->rkey, &entry->rkey)) {
         return OMPI_ERROR;
-    }
-    /* only where UCX maps the peer's memory too (not under UCX_TLS=tcp,self) */
-    if (NULL != ompi_osc_ucxx_direct_state(module, target)) {
-        entry->direct = ompi_osc_ucxx_share_map(ompi_comm_peer_lookup(module->comm, target),
-                                                &wait->reply.share);
-    }
-    if (NULL != entry->direct) {
-        entry->dlo = wait->reply.share.lo;
-        entry->dhi = wait->reply.share.hi;
     }
     return OMPI_SUCCESS;
 }
@@ -442,7 +422,7 @@ static int entry_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *
         return OMPI_ERR_RMA_RANGE;
     }
     if (wait.reply.gen != cache->gen) cache_clear(cache, wait.reply.gen);
-    rc = region_entry(module, link, target, &wait, &fresh);
+    rc = region_entry(link, &wait, &fresh);
     if (OMPI_SUCCESS != rc) return rc;
     *out = cache_add(cache, &fresh);
     if (NULL == *out) {
@@ -453,25 +433,20 @@ static int entry_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *
     return OMPI_SUCCESS;
 }
 
-/* The path to [lo, hi) inside one cached region: its shared pages mapped
- * here where they cover the range (remembered as the hot range), else its
- * rkey. */
-static void entry_path(ompi_osc_ucxx_dyncache_t *cache, const dynentry_t *entry, uint64_t lo,
-                       uint64_t hi, ompi_osc_ucxx_path_t *path)
+/* The path to [lo, hi) inside one cached region: cross-memory attach where
+ * the target allows it, else its rkey; the region is remembered as the hot
+ * range (where the generation can be read with a load). */
+static void entry_path(ompi_osc_ucxx_module_t *module, int target,
+                       ompi_osc_ucxx_dyncache_t *cache, const dynentry_t *entry,
+                       ompi_osc_ucxx_path_t *path)
 {
     path->rkey = entry->rkey;
     path->mapped = path->partial = path->split = false;
-    if (NULL != entry->direct && lo >= entry->dlo && hi <= entry->dhi) {
-        path->mapped = true;
-        path->delta = (intptr_t) entry->direct - (intptr_t) entry->dlo;
-        path->partial = entry->dlo > entry->base || entry->dhi < entry->base + entry->len;
-        if (NULL != cache->gen_word) {
-            cache->hot_lo = entry->dlo;
-            cache->hot_hi = entry->dhi;
-            cache->hot_delta = path->delta;
-            cache->hot_partial = path->partial;
-            cache->hot_rkey = entry->rkey;
-        }
+    path->cma = module->peers[target].cma;
+    if (NULL != cache->gen_word) {
+        cache->hot_lo = entry->base;
+        cache->hot_hi = entry->base + entry->len;
+        cache->hot_rkey = entry->rkey;
     }
 }
 
@@ -485,6 +460,7 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
     int rc;
 
     path->partial = path->split = false;
+    path->cma = 0;
     if (target == module->rank) {
         /* our own memory: check it is attached, then use it directly */
         if (!ompi_osc_ucxx_dyn_contains(module, lo, hi)) return OMPI_ERR_RMA_RANGE;
@@ -502,9 +478,6 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
         cache_clear(cache, 0);
         cache->gen_word = ompi_osc_ucxx_state_gen_word(module, target);
         path->link->dyn = cache;
-        if (worker == OSC_UCXX.only_worker && !ompi_osc_ucxx_dyn_serial(module)) {
-            module->peers[target].dyn_only = cache;
-        }
     }
     rc = ompi_osc_ucxx_state_gen_read(module, target, &gen);
     if (OMPI_SUCCESS != rc) return rc;
@@ -518,7 +491,7 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
         path->rkey = NULL;
         return OMPI_SUCCESS;
     }
-    entry_path(cache, entry, lo, hi, path);
+    entry_path(module, target, cache, entry, path);
     return OMPI_SUCCESS;
 }
 
@@ -538,6 +511,6 @@ int ompi_osc_ucxx_dyn_piece(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker
     if (OMPI_SUCCESS != rc) return rc;
     *end = hi;
     if (spans && entry->base + entry->len < hi) *end = entry->base + entry->len;
-    entry_path(path->link->dyn, entry, lo, *end, path);
+    entry_path(module, target, path->link->dyn, entry, path);
     return OMPI_SUCCESS;
 }

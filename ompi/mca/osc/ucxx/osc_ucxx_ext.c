@@ -116,7 +116,8 @@ static int rr_complete_remotely(ompi_osc_ucxx_view_t *view, int target,
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
-    /* (shared user memory is mapped only in part: its edges go through UCX) */
+    /* (not mapped: the endpoint's flush completes the UCX operations;
+     * copies by cross-memory attach are complete already) */
     if ((MPI_WIN_FLAVOR_DYNAMIC == module->flavor)
             ? target == module->rank
             : ompi_osc_ucxx_fully_mapped(module, target)) {

@@ -122,66 +122,12 @@ static inline int ompi_osc_ucxx_op_resolve(ompi_osc_ucxx_target_t *t, bool whole
 /* The mapped path: the few loads that replace steps 2-4 where the target
  * bytes are mapped here (put, get and the accumulate family) */
 
-/* Dynamic windows: the target bytes [lo, lo + size) where the calling
- * thread's link to the target last found a mapped region, and the target
- * has detached nothing since.  A thread without a worker, a link or that
- * region yet takes the general path, which makes them (and fills the
- * cache); so does every thread where threads share links (the cache is
- * read under a lock there: ompi_osc_ucxx_dyn_serial).  Where one worker
- * does everything, the peer points at its cache (dyn_only), which saves
- * the four dependent loads to the link: 8 B puts, 64 between flushes, 11.2
- * ns a put against 10.2 on an allocated window, now 10.2 against 10.0.
- * (Inlined by force: with the memory-handle caller GCC made it a call,
- * another ns.) */
-static inline __opal_attribute_always_inline__ char *
-ompi_osc_ucxx_mapped_region(ompi_osc_ucxx_module_t *module, int target, uint64_t lo, size_t size,
-                            bool whole)
-{
-    const ompi_osc_ucxx_dyncache_t *only = module->peers[target].dyn_only;
-    ompi_osc_ucxx_worker_t *worker;
-    ompi_osc_ucxx_link_t *link;
-
-    if (OPAL_LIKELY(NULL != only)) {  /* (the one worker's cache: no link lookup) */
-        if (lo + size < lo || !ompi_osc_ucxx_dyn_hot(only, lo, lo + size) ||
-            (whole && only->hot_partial)) {
-            return NULL;
-        }
-        return (char *) (uintptr_t) (lo + only->hot_delta);
-    }
-    worker = ompi_osc_ucxx_worker_held();
-    if (NULL == worker || lo + size < lo || ompi_osc_ucxx_dyn_serial(module) ||
-        NULL == (link = ompi_osc_ucxx_link_made(module, worker, target)) ||
-        !ompi_osc_ucxx_dyn_hot(link->dyn, lo, lo + size) || (whole && link->dyn->hot_partial)) {
-        return NULL;
-    }
-    return (char *) (uintptr_t) (lo + link->dyn->hot_delta);
-}
-
-/* Memory-handle views (dynamic cores): the handle's target only, bytes
- * counted from the handle's base and within the view's size, as
- * ompi_osc_ucxx_memhandle_range checks; then the bytes are dynamic memory
- * like any other.  (Through the general path an 8 B put + flush took 69 ns
- * against 49 on a dynamic window, OSU put_lat pattern; now 50.) */
-static inline __opal_attribute_always_inline__ char *
-ompi_osc_ucxx_mapped_memhandle(ompi_osc_ucxx_view_t *view, int target, ptrdiff_t disp, size_t size,
-                               bool whole)
-{
-    uint64_t offset;
-
-    if (target != view->mh_target ||
-        __builtin_mul_overflow((uint64_t) disp, (uint64_t) view->mh_disp_unit, &offset) ||
-        offset > view->mh_size || size > view->mh_size - offset) {
-        return NULL;  /* (the general path reports it) */
-    }
-    return ompi_osc_ucxx_mapped_region(view->core, target, view->mh_base + offset, size, whole);
-}
-
 /* An operation on `count` elements of one predefined type, the same on both
  * sides (put, get, the accumulate family), to bytes of a peer's window that
  * are mapped here, in an epoch that already opened it: the mapped address of
  * the access, found with a few loads before the general path (which reports
  * every error, and takes everything else: our own window, derived types,
- * zero bytes, dynamic regions not used yet).
+ * zero bytes, memory not mapped, dynamic windows).
  * ~1.3 ns of ~10.4 per 8 B put or get (OSU put_bw / get_bw) was what
  * separated us from osc/sm, which checks none of this; this path takes
  * ~6.7.
@@ -210,6 +156,7 @@ ompi_osc_ucxx_mapped_access(ompi_osc_ucxx_view_t *view, bool whole, int target, 
     if (dt != origin_dt || count != origin_count || count <= 0 || disp < 0 ||
         !ompi_datatype_is_predefined(dt) || !ompi_datatype_is_contiguous_memory_layout(dt, count) ||
         (unsigned) target >= (unsigned) module->size || target == module->rank ||
+        MPI_WIN_FLAVOR_DYNAMIC == module->flavor ||   /* (peers' regions are never mapped) */
         (!whole && view->ordered) || OSC_UCXX_IN_HANDLER() ||
         (whole && module->am_outstanding > 0)) {
         return NULL;
@@ -229,19 +176,13 @@ ompi_osc_ucxx_mapped_access(ompi_osc_ucxx_view_t *view, bool whole, int target, 
         0 == *size) {
         return NULL;
     }
-    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == module->flavor)) {
-        if (view->memhandle) {
-            return ompi_osc_ucxx_mapped_memhandle(view, target, disp, *size, whole);
-        }
-        return ompi_osc_ucxx_mapped_region(module, target, peer->base + offset, *size, whole);
-    }
     if (whole && UINT64_MAX != peer->direct_hi) {
         return NULL;  /* (partly mapped) */
     }
     if (NULL == ompi_osc_ucxx_direct(module, target) || offset > peer->size ||
         *size > peer->size - offset || peer->base + offset < peer->direct_lo ||
         peer->base + offset + *size > peer->direct_hi) {
-        return NULL;  /* (user memory whose edge pages stayed private: partly mapped) */
+        return NULL;  /* (not mapped, or only in part) */
     }
     return peer->direct_data + offset;
 }

@@ -4,8 +4,9 @@
  *
  * Lazy per-peer setup: a worker's link to a peer (endpoint, unpacked rkeys)
  * on its first operation there, and the peer's memory and state segment
- * mapped into ours (ucp_rkey_ptr, or the peer's shared user pages) on the
- * first use of the peer.  The rkeys come from the worker, which keeps them
+ * mapped into ours (ucp_rkey_ptr, or the group's segment of a shared
+ * window), or its user memory reached by cross-memory attach, on the first
+ * use of the peer.  The rkeys come from the worker, which keeps them
  * for later windows (ompi_osc_ucxx_rkey_take); the window gives them back
  * when it goes (links_release).  Both are published with a write barrier before the
  * flag the inline fast paths in osc_ucxx_target.h test, and made under the
@@ -14,12 +15,8 @@
  *
  * Prefaulting: the first copy of over 256 KiB to or from a 2 MiB chunk of
  * a peer's mapped memory populates the page tables for the bytes it copies
- * (osc_ucxx_share.c says why and how).  Window memory keeps its chunk bits
- * with the peer; dynamic regions and memory handles, in the peer's pool
- * mapping.  The first 16 MiB access to a new window, 2 ranks: an
- * allocated one's get 8.1-8.8 ms -> 4.6-5.5 (osc/sm 3.5), put 9.7-10.5 ->
- * 4.6-5.7 (osc/sm 9.3); a create window's put 5.7-6.2 -> 3.6-4.1, a
- * dynamic one's 7.3-9.0 -> 4.5 (osc/rdma 4.9-5.1).
+ * (osc_ucxx_prefault.c says why and how); the chunk bits live with the
+ * peer.
  */
 
 #include "ompi_config.h"
@@ -28,6 +25,8 @@
 
 #include "osc_ucxx_op.h"
 #include "osc_ucxx_share.h"
+#include "osc_ucxx_prefault.h"
+#include "osc_ucxx_cma.h"
 #include "osc_ucxx_dynamic.h"
 
 /* The peer's chunk bits, made on first use (a racing thread's are freed). */
@@ -35,7 +34,7 @@ static uint64_t *prefault_bits(ompi_osc_ucxx_peer_t *peer)
 {
     uint64_t *bits = peer->prefaulted;
     if (NULL != bits) return bits;
-    bits = ompi_osc_ucxx_share_chunk_bits(peer->size);
+    bits = ompi_osc_ucxx_prefault_bits(peer->size);
     if (NULL == bits) return NULL;
     uint64_t *none = NULL;
     if (!__atomic_compare_exchange_n(&peer->prefaulted, &none, bits, false, __ATOMIC_ACQ_REL,
@@ -46,11 +45,8 @@ static uint64_t *prefault_bits(ompi_osc_ucxx_peer_t *peer)
     return bits;
 }
 
-/* Loads from a peer's pool file (moved user memory) get fault-around and
- * are left alone (a first 16 MiB get from a dynamic window, 2 ranks:
- * 2.8-3.2 ms so, 3.9-4.5 populated).  So is our own memory: it may be
- * private, where a read populate would map the zero page under the
- * stores. */
+/* Our own memory is left alone: it may be private, where a read populate
+ * would map the zero page under the stores. */
 void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, char *p,
                                   size_t len, bool write)
 {
@@ -58,14 +54,12 @@ void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, ch
     char *base = peer->direct_data;
     uint64_t *bits;
 
-    if (target == module->rank) return;
-    if (NULL == base || p < base || (uint64_t) (p - base) > peer->size ||
-        len > peer->size - (uint64_t) (p - base)) {
-        if (write) ompi_osc_ucxx_share_prefault(p, len);  /* dynamic regions, memory handles */
+    if (target == module->rank || NULL == base || p < base ||
+        (uint64_t) (p - base) > peer->size || len > peer->size - (uint64_t) (p - base)) {
         return;
     }
     if ((write || peer->loads_fault) && NULL != (bits = prefault_bits(peer))) {
-        ompi_osc_ucxx_share_populate(base, bits, (uint64_t) (p - base), len);
+        ompi_osc_ucxx_prefault_chunks(base, bits, (uint64_t) (p - base), len);
     }
 }
 
@@ -253,34 +247,16 @@ static void *map_direct(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target,
     return ptr;
 }
 
-/* The peer's user memory, where its whole pages were shared at creation:
- * only [direct_lo, direct_hi) is mapped; its edges stay with UCX. */
-static void map_shared(ompi_osc_ucxx_module_t *module, int target)
+/* Peers' user memory (create and dynamic windows) stays in their private
+ * pages: reached by cross-memory attach where the kernel lets us. */
+static int32_t user_memory_cma(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    ompi_osc_ucxx_share_t share;
-    char *ptr;
-
-    if (NULL != module->shseg) {
-        /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
-        peer->direct_data = module->shseg->map + module->shseg->offsets[target];
-        return;
+    if (MPI_WIN_FLAVOR_CREATE != module->flavor && MPI_WIN_FLAVOR_DYNAMIC != module->flavor) {
+        return 0;
     }
-    memcpy(&share, module->blobs + peer->blob + peer->data_rkey_len + peer->state_rkey_len,
-           sizeof(share));
-    ptr = ompi_osc_ucxx_share_map(ompi_comm_peer_lookup(module->comm, target), &share);
-    if (NULL != ptr) {
-        peer->direct_data = ptr - (share.lo - peer->base);  /* keeps delta = data - base */
-        /* Whole pages only: the edges stay private (a partial path).  When
-         * the window is whole pages (e.g. page-aligned memory), all of it is
-         * mapped, as an allocated window is: otherwise every accumulate on
-         * it went by message (op_resolve takes partial memory to UCX), 2.3x
-         * slower than on allocate windows (big_xfer accflush, issue 17). */
-        if (share.lo > peer->base || share.hi < peer->base + peer->size) {
-            peer->direct_lo = share.lo;
-            peer->direct_hi = share.hi;
-        }
-    }
+    return ompi_osc_ucxx_cma_peer(ompi_comm_peer_lookup(module->comm, target), peer->cma_pid,
+                                  peer->cma_ident);
 }
 
 void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
@@ -309,12 +285,17 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
             peer->direct_state = (ompi_osc_ucxx_state_t *) (peer->direct_data -
                                                             (peer->base - peer->state));
         }
-        if (NULL == peer->direct_data && NULL != peer->direct_state && peer->shared) {
-            map_shared(module, target);
+        if (NULL == peer->direct_data && NULL != peer->direct_state && NULL != module->shseg) {
+            /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
+            peer->direct_data = module->shseg->map + module->shseg->offsets[target];
+        }
+        if (NULL == peer->direct_data) {
+            peer->cma = user_memory_cma(module, target);
         }
     }
     OSC_UCXX_VERBOSE(20, "window %u peer %d: data %s, state %s", module->cid, target,
-                     peer->direct_data ? "mapped" : "through UCX",
+                     peer->direct_data ? "mapped" : peer->cma ? "by cross-memory attach"
+                                                              : "through UCX",
                      peer->direct_state ? "mapped" : "through UCX");
     peer->whole = target != module->rank && MPI_WIN_FLAVOR_DYNAMIC != module->flavor &&
                   NULL != peer->direct_data && NULL != peer->direct_state &&

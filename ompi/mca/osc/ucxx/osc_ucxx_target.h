@@ -12,7 +12,8 @@
  *             counters, created lazily on first use, so nothing is O(P)
  *             until the peers are really used.
  *   path    - how one access reaches the target bytes: a mapping (loads,
- *             stores and CPU atomics at remote address + delta) or a link.
+ *             stores and CPU atomics at remote address + delta), cross-memory
+ *             attach (user memory on the node: osc_ucxx_cma.c), or a link.
  *   target  - all of the above for one operation: (view, rank) resolved once
  *             at the top of every operation (osc_ucxx_op.h), after which
  *             only the target object travels.
@@ -38,7 +39,8 @@ struct ompi_osc_ucxx_peer_t {
     uint32_t am_sysbuf;      /* staging bytes it keeps for each origin's active messages */
     uint32_t acc_shift;      /* log2 of its accumulate stripe block (osc_ucxx_state.c) */
     uint32_t data_serial, state_serial;  /* its allocations' numbers (rkey_take) */
-    bool shared;             /* its user memory was shared on its node (osc_ucxx_share.c) */
+    int32_t cma_pid;         /* its pid and identity word (osc_ucxx_cma.c) */
+    uint64_t cma_ident;
     volatile bool resolved;  /* the direct mappings below are made (first use of the peer) */
     bool loads_fault;        /* direct_data faults page by page on loads too (a UCX sysv
                               * segment: no fault-around), so large gets prefault */
@@ -50,14 +52,12 @@ struct ompi_osc_ucxx_peer_t {
     volatile int32_t access;       /* OSC_UCXX_TGT_* */
     /* Direct mappings; NULL where UCX cannot map (user memory, no
      * shared-memory transport).  direct_data covers [direct_lo, direct_hi)
-     * (everything unless shared). */
+     * (everything, where mapped at all). */
     uint64_t direct_lo, direct_hi;
     char *direct_data;
-    /* Dynamic windows where one worker does everything and threads do not
-     * share links (ompi_osc_ucxx_dyn_serial false): that worker's region
-     * cache for the peer (its link's, which lives as long as the window),
-     * so the mapped path reaches it from the peer in one load. */
-    ompi_osc_ucxx_dyncache_t *dyn_only;
+    /* Its user memory (create and dynamic windows, not mapped) reached by
+     * cross-memory attach: its pid, or 0 (UCX). */
+    int32_t cma;
     ompi_osc_ucxx_state_t *direct_state;
     ucp_rkey_h direct_rkeys[2];
     volatile uint64_t fence_seen;  /* the peer has called this many fences */
@@ -106,12 +106,10 @@ struct ompi_osc_ucxx_ltab_t {
  * generation of the target (osc_ucxx_dynamic.c). */
 struct ompi_osc_ucxx_dyncache_t {
     uint64_t gen;
-    /* The mapped range used last, [hot_lo, hot_hi), checked before anything
-     * else while the target's generation (*gen_word, its state segment
-     * mapped here) still equals gen; empty when hot_lo > hot_hi. */
+    /* The region used last, [hot_lo, hot_hi), checked before anything else
+     * while the target's generation (*gen_word, its state segment mapped
+     * here) still equals gen; empty when hot_lo > hot_hi. */
     uint64_t hot_lo, hot_hi;
-    intptr_t hot_delta;
-    bool hot_partial;
     ucp_rkey_h hot_rkey;
     const volatile uint64_t *gen_word;
     int count, cap;
@@ -119,23 +117,23 @@ struct ompi_osc_ucxx_dyncache_t {
     struct ompi_osc_ucxx_dynentry_t {
         uint64_t base, len;
         ucp_rkey_h rkey;
-        char *direct;        /* [dlo, dhi) mapped here (shared user memory), or NULL */
-        uint64_t dlo, dhi;
     } *entries;
 };
 
 /* How one operation reaches its target bytes. */
 typedef struct {
     bool mapped;
-    /* Mapped, but only part of the target's window or region is (shared user
-     * memory keeps private edges): link and rkey are set too, and the
-     * accumulates take them, so that every atomic on an element goes the
-     * same way whatever range the operation covers. */
+    /* Mapped, but only part of the target's window or region is: link and
+     * rkey are set too, and the accumulates take them, so that every atomic
+     * on an element goes the same way whatever range the operation covers. */
     bool partial;
     /* Dynamic windows: the bytes span regions attached back to back, each
      * registered on its own; put and get go region by region
      * (ompi_osc_ucxx_dyn_piece), accumulates by message.  Never mapped. */
     bool split;
+    /* Not mapped, but reached by cross-memory attach at the remote address
+     * itself: the target's pid (0: not); link and rkey are set too. */
+    int32_t cma;
     intptr_t delta;
     ompi_osc_ucxx_link_t *link;
     ucp_rkey_h rkey;
@@ -277,11 +275,9 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
             target == module->rank ? NULL : ompi_osc_ucxx_link(module, worker, target);
         ompi_osc_ucxx_dyncache_t *c = NULL == link ? NULL : link->dyn;
         if (OPAL_LIKELY(ompi_osc_ucxx_dyn_hot(c, lo, hi))) {
-            /* the region used last, still attached: as fast as allocated */
-            path->mapped = true;
-            path->split = false;
-            path->partial = c->hot_partial;
-            path->delta = c->hot_delta;
+            /* the region used last, still attached: no lookup */
+            path->mapped = path->split = path->partial = false;
+            path->cma = peer->cma;
             path->link = link;
             path->rkey = c->hot_rkey;
             return OMPI_SUCCESS;
@@ -291,6 +287,7 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
     direct = ompi_osc_ucxx_direct(module, target);
     path->partial = false;
     path->split = false;
+    path->cma = 0;
     if (OPAL_LIKELY(NULL != direct && lo >= peer->direct_lo && hi <= peer->direct_hi)) {
         path->mapped = true;
         path->delta = (intptr_t) direct - (intptr_t) peer->base;
@@ -300,6 +297,7 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
         path->partial = true;
     } else {
         path->mapped = false;
+        path->cma = peer->cma;
     }
     path->link = ompi_osc_ucxx_link(module, worker, target);
     if (OPAL_UNLIKELY(NULL == path->link)) {

@@ -17,7 +17,8 @@
  *                       counters) and the CPU-vs-UCX atomics policy
  *   osc_ucxx_epoch.h    access epochs: which targets an operation may reach
  *   then the concerns that use them: osc_ucxx_request.h, osc_ucxx_am.h,
- *   osc_ucxx_dynamic.h, osc_ucxx_share.h, osc_ucxx_wprotect.h, osc_ucxx_dt.h,
+ *   osc_ucxx_dynamic.h, osc_ucxx_share.h, osc_ucxx_prefault.h, osc_ucxx_cma.h,
+ *   osc_ucxx_dt.h,
  *   and osc_ucxx.h (the osc entry points the module table names).
  *
  * Error codes: functions return OMPI_SUCCESS or an OMPI_ERR_* code where
@@ -97,16 +98,11 @@ typedef struct ompi_osc_ucxx_component_t {
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
     bool early_start;         /* bring UCX up during MPI_Init (osc_ucxx_worker.c) */
-    bool share_user;          /* move attached user memory onto shared memory */
-    unsigned long share_max;  /* ... up to this many bytes per attachment */
-    bool share_pmq;           /* ... finding mappings by PROCMAP_QUERY (osc_ucxx_share.c) */
     bool prefault;            /* populate peers' mapped chunks before large copies (comm.c) */
-    unsigned long share_chunk;  /* ... peers mapping our pool this many bytes at a time */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
     bool keep_comm;           /* windows' communicators shared or kept (osc_ucxx_wcomm.c) */
     bool info_direct;         /* info keys subscribed in one pass (osc_ucxx_info.c) */
     unsigned comm_windows;    /* ... window ids on one shared communicator */
-    int share_edges;          /* ... and the pages at its edges (osc_ucxx_wprotect.c) */
     bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
     /* Accumulates (osc_ucxx_accumulate.c, osc_ucxx_acc_am.c) */
     unsigned long acc_granularity;  /* stripe block bytes, unless the window's info says */
@@ -308,15 +304,6 @@ _Static_assert(OSC_UCXX_STATE(posts) % 64 == 0, "post slots start on a cache lin
 #define OSC_UCXX_LOCK_EXCL    (1ULL << 32)
 #define OSC_UCXX_LOCK_READERS 0xffffffffULL
 
-/* ------------------------------------------------------------------------- */
-/* User memory shared on the node (osc_ucxx_share.c): target addresses
- * [lo, hi) are bytes [offset, offset + hi - lo) of POSIX shm object `name`. */
-typedef struct {
-    char name[48];           /* "" when not shared */
-    uint64_t offset;
-    uint64_t lo, hi;
-} ompi_osc_ucxx_share_t;
-
 /* Dynamic windows: a region attached here. */
 #define OSC_UCXX_MAX_RKEY 960
 typedef struct {
@@ -325,7 +312,6 @@ typedef struct {
     ucp_mem_h memh;
     void *rkey;
     size_t rkey_len;
-    ompi_osc_ucxx_share_t share;
 } ompi_osc_ucxx_region_t;
 
 static inline uint64_t ompi_osc_ucxx_name_key(const opal_process_name_t *name)

@@ -28,6 +28,7 @@
 #include "osc_ucxx.h"
 #include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_share.h"
+#include "osc_ucxx_cma.h"
 #include "osc_ucxx_uam.h"
 
 static const ompi_osc_base_module_t ucxx_module_template = {
@@ -72,12 +73,14 @@ typedef struct {
     uint64_t base;
     uint64_t size;
     uint64_t state;
+    uint64_t cma_ident;   /* the word peers' cross-memory attach probe reads */
     int32_t disp_unit;
     uint32_t data_rkey_len;
     uint32_t state_rkey_len;
     uint32_t addr_len;
     int32_t need_addrs;   /* some peer's worker address is new to this process */
-    uint32_t share_len;   /* its shared pages' description follows the rkeys */
+    int32_t cma_pid;      /* its pid, for cross-memory attach (osc_ucxx_cma.c) */
+    uint32_t near;        /* some other rank of the window is on its node */
     uint32_t am_sysbuf;   /* active-message staging it keeps per origin */
     uint32_t acc_shift;   /* its accumulate stripe block, log2 */
     uint32_t fence_barrier;  /* osc_ucxx_fence_barrier: all must agree to use it */
@@ -335,6 +338,21 @@ static int pack_rkey(ucp_mem_h memh, void **buf, size_t *len)
 /* The collective exchange: window layout, rkeys, and worker addresses of
  * peers some member has not met yet. */
 
+/* Is another rank of the window on our node? */
+static bool some_peer_near(ompi_osc_ucxx_module_t *module)
+{
+    if (0 == opal_process_info.num_local_peers) {
+        return false;
+    }
+    for (int i = 0; i < module->size; ++i) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, i);
+        if (i != module->rank && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool all_addrs_known(ompi_communicator_t *comm)
 {
     for (int i = 0; i < ompi_comm_size(comm); ++i) {
@@ -378,7 +396,8 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     mine.state_rkey_len = state_rkey_len;
     mine.addr_len = addr_len;
     mine.need_addrs = !all_addrs_known(comm);
-    mine.share_len = ('\0' != module->share.name[0]) ? sizeof(module->share) : 0;
+    ompi_osc_ucxx_cma_self(&mine.cma_pid, &mine.cma_ident);
+    mine.near = some_peer_near(module);
     mine.am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
     mine.acc_shift = module->acc_shift;
     mine.fence_barrier = OSC_UCXX.fence_barrier;
@@ -398,9 +417,11 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
         goto out;
     }
     module->fence_by_state = true;
+    module->user_stripes = false;
     for (int i = 0; i < size; ++i) {
         any_need |= (0 != all[i].need_addrs);
         module->fence_by_state &= (0 != all[i].fence_barrier);
+        module->user_stripes |= (0 != all[i].near);
         if (OMPI_SUCCESS == rc && OMPI_SUCCESS != all[i].status) {
             rc = i == module->rank ? local_rc : all[i].status;
             OSC_UCXX_VERBOSE(10, "window creation: rank %d failed (%d), so does this one", i,
@@ -410,13 +431,18 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     if (OMPI_SUCCESS != rc) {
         goto out;
     }
+    /* Peers on the node may reach user memory by cross-memory attach, whose
+     * accumulates are stripe read-modify-writes: every process then takes
+     * the stripes on it (osc_ucxx_accumulate.c), whatever it reaches. */
+    module->user_stripes &= MPI_WIN_FLAVOR_CREATE == module->flavor ||
+                            MPI_WIN_FLAVOR_DYNAMIC == module->flavor;
     /* Everyone sees the same flags, so everyone agrees on what is sent. */
     for (int i = 0; i < size; ++i) {
-        counts[i] = all[i].data_rkey_len + all[i].state_rkey_len + all[i].share_len +
+        counts[i] = all[i].data_rkey_len + all[i].state_rkey_len +
                     (any_need ? all[i].addr_len : 0);
         displs[i] = total;
         total += counts[i];
-        blob_total += all[i].data_rkey_len + all[i].state_rkey_len + all[i].share_len;
+        blob_total += all[i].data_rkey_len + all[i].state_rkey_len;
     }
     sendbuf = malloc(counts[module->rank] + 1);
     recvbuf = malloc(total + 1);
@@ -428,9 +454,8 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     }
     memcpy(sendbuf, data_rkey, data_rkey_len);
     memcpy(sendbuf + data_rkey_len, state_rkey, state_rkey_len);
-    memcpy(sendbuf + data_rkey_len + state_rkey_len, &module->share, mine.share_len);
     if (any_need) {
-        memcpy(sendbuf + data_rkey_len + state_rkey_len + mine.share_len, addr, addr_len);
+        memcpy(sendbuf + data_rkey_len + state_rkey_len, addr, addr_len);
     }
     rc = comm->c_coll->coll_allgatherv(sendbuf, counts[module->rank], MPI_BYTE, recvbuf,
                                        counts, displs, MPI_BYTE, comm,
@@ -442,14 +467,15 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     blob_total = 0;
     for (int i = 0; i < size; ++i) {
         ompi_osc_ucxx_peer_t *peer = &module->peers[i];
-        size_t rkeys = all[i].data_rkey_len + all[i].state_rkey_len + all[i].share_len;
+        size_t rkeys = all[i].data_rkey_len + all[i].state_rkey_len;
         peer->base = all[i].base;
         peer->size = all[i].size;
         peer->state = all[i].state;
         peer->disp_unit = all[i].disp_unit;
         peer->data_rkey_len = all[i].data_rkey_len;
         peer->state_rkey_len = all[i].state_rkey_len;
-        peer->shared = (0 != all[i].share_len);
+        peer->cma_pid = all[i].cma_pid;
+        peer->cma_ident = all[i].cma_ident;
         peer->am_sysbuf = all[i].am_sysbuf;
         peer->acc_shift = all[i].acc_shift;
         peer->data_serial = all[i].data_serial;
@@ -504,7 +530,6 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
         ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     }
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
-    ompi_osc_ucxx_share_release(&module->share);      /* (not ours for shared windows) */
     if (NULL != module->state_memh) {
         ompi_osc_ucxx_mem_give(module->state, module->state_memh, module->state_len,
                                module->state_serial);
@@ -628,7 +653,6 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
     } else if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
         module->base = NULL;   /* displacements are addresses; memory comes by attach */
         module->len = 0;
-        ompi_osc_ucxx_share_prepare();  /* well before the first attach */
     } else if (MPI_WIN_FLAVOR_SHARED == flavor) {
         if (!ompi_osc_ucxx_all_on_node(module)) {
             OSC_UCXX_VERBOSE(10, "MPI_Win_allocate_shared over ranks on several nodes");
@@ -636,7 +660,7 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
         }
         rc = ompi_osc_ucxx_share_segment(module->comm, size,
                                          info_flag(info, "alloc_shared_noncontig"),
-                                         &module->shseg, &module->share);
+                                         &module->shseg);
         if (OMPI_SUCCESS != rc) return rc;
         module->base = module->shseg->map + module->shseg->offsets[module->rank];
         *base = module->base;
@@ -649,8 +673,6 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
         module->base = *base;
         if (size > 0) {
             void *addr = *base;
-            /* before registering: the move changes the pages behind the addresses */
-            ompi_osc_ucxx_share_user(*base, size, &module->share);
             return ompi_osc_ucxx_mem_map(&addr, size, false, &module->data_memh,
                               &module->data_serial);
         }
@@ -831,12 +853,10 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win)
  *   - MPI_Win_allocate_shared: the rank's segment in our mapping of the
  *     group's object (size 0: NULL);
  *   - MPI_Win_allocate and MPI_Win_create: our own memory; a peer's where
- *     UCX maps it here (allocated windows on the node, ucp_rkey_ptr) or its
- *     pages were all moved onto shared memory (osc_ucxx_share.c: a page-
- *     aligned user buffer of whole pages);
- * and with size 0 and NULL everywhere else (peers on other nodes, partly
- * shared user memory, osc_ucxx_direct=0, every rank of a dynamic window,
- * whose memory is attached later).  MPI_PROC_NULL names the lowest rank
+ *     UCX maps it here (allocated windows on the node, ucp_rkey_ptr);
+ * and with size 0 and NULL everywhere else (peers' MPI_Win_create memory,
+ * which stays private to them; peers on other nodes, osc_ucxx_direct=0,
+ * every rank of a dynamic window, whose memory is attached later).  MPI_PROC_NULL names the lowest rank
  * whose window is not empty. */
 static void *query_base(ompi_osc_ucxx_module_t *module, int rank)
 {

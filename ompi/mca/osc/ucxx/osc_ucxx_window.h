@@ -50,7 +50,6 @@ struct ompi_osc_ucxx_module_t {
                                           * or not keepable; ompi_osc_ucxx_rkey_take) */
     ompi_osc_ucxx_state_t *state;   /* our state segment (osc_ucxx_state.c) */
     size_t state_size;
-    ompi_osc_ucxx_share_t share;    /* MPI_Win_create memory shared on the node */
     ompi_osc_ucxx_shseg_t *shseg;   /* MPI_Win_allocate_shared: the group's segment */
 
     /* Peers (osc_ucxx_target.h): what they published, and the links each
@@ -69,6 +68,12 @@ struct ompi_osc_ucxx_module_t {
     /* Atomics policy for state words (osc_ucxx_state.c): CPU atomics only
      * where every process of the window reaches every state word by CPU. */
     bool state_cpu;
+    /* Every accumulate-family operation on this window's memory takes the
+     * stripes, acc_single_intrinsic singles included (no lock-free CPU or
+     * UCX atomic): user memory (create, dynamic) with ranks sharing a node,
+     * where peers may apply them by cross-memory attach.  The same on every
+     * process (the creation exchange). */
+    bool user_stripes;
 
     /* Info keys */
     uint32_t acc_shift;      /* mpi_accumulate_granularity, as log2 of a stripe block */

@@ -1,27 +1,20 @@
-/* share_stale: memory moved onto the pool, given up, replaced and moved
- * again in pieces must be described by where its pages are now, never by
- * the record of the first move (osc_ucxx_share.c keeps one per move and,
- * for memory attached again, trusts a record whose bounds a mapping of the
- * pool still has).
+/* um_replaced: memory that was window memory, given up, replaced (munmap
+ * and mmap at the same addresses, as free and malloc may) and exposed again
+ * in pieces must be reached where its pages are now: peers read the new
+ * contents and their puts land in the new pages, never in the old ones.
  *
  * Every rank, on pages of an anonymous mmap (page numbers below), in one of
  * two ways ("create": MPI_Win_create windows; "dynamic": a dynamic window
  * per step, the memory attached):
- *   1. pages 2-5 with pattern 1: moved to pool offsets A; then the window
- *      goes, and the pages are replaced by fresh private ones (munmap and
- *      mmap at the same addresses, as free and malloc may), pattern 2;
- *   2. pages 2-3, then pages 4-5, each its own window (kept): two moves to
- *      consecutive pool offsets C and C + 2 pages, which the kernel merges
- *      into one mapping of pages 2-5, the bounds of the first move's record
- *      (offsets A: pattern 1 is still there); odd rounds instead pages 3-4
- *      first, then 2 and 5 (a move inside the record's bounds, which splits
- *      it);
- *   3. pages 2-5 again, a third window: its peers must read pattern 2
- *      (a get of all of the previous rank's, checked), and a put from the
- *      next rank must reach the pages where we read them.
+ *   1. pages 2-5 with pattern 1 exposed; then the window goes, and the pages
+ *      are replaced by fresh private ones, pattern 2;
+ *   2. pages 2-3, then pages 4-5, each its own window (kept); odd rounds
+ *      instead pages 3-4 first, then 2 and 5;
+ *   3. pages 2-5 again, a third window: its peers must read pattern 2 (a get
+ *      of all of the previous rank's, checked), and a put from the next rank
+ *      must reach the pages where we read them.
  * Steps 1-3 run ROUNDS ("-r N", default 8) times, on new pages each time.
- * Wherever pages are not moved (other transports, osc_ucxx_share_user_memory
- * 0, other components) the same values hold through UCX. */
+ */
 #include "testutil.h"
 #include <sys/mman.h>
 #include <unistd.h>
@@ -115,7 +108,7 @@ static void one_round(int round)
     p2 = r + 2 * page;
     memset(r, 0x55, 8 * page);
 
-    /* 1. moved, given up, replaced */
+    /* 1. exposed, given up, replaced */
     fill(p2, 4 * page, 1);
     open_win(&w1, p2, 4 * page);
     snprintf(what, sizeof(what), "round %d, first window", round);
@@ -127,7 +120,7 @@ static void one_round(int round)
     /* pattern 2, counted from page 2 as the last window will read it */
     for (size_t k = 0; k < 4 * page; k++) p2[k] = pat(me, 2, k);
 
-    /* 2. moved again in pieces (windows kept) */
+    /* 2. exposed again in pieces (windows kept) */
     for (int i = 0; i < pieces; i++) {
         const int *at = 2 == pieces ? two[i] : three[i];
         open_win(&piece[i], p2 + at[0] * page, at[1] * page);
@@ -154,7 +147,7 @@ int main(int argc, char **argv)
     page = (size_t) sysconf(_SC_PAGESIZE);
     for (dynamic = 0; dynamic < 2; dynamic++) {
         for (int round = 0; round < rounds; round++) one_round(round);
-        if (0 == me) printf("share_stale: %s windows done\n", dynamic ? "dynamic" : "create");
+        if (0 == me) printf("um_replaced: %s windows done\n", dynamic ? "dynamic" : "create");
     }
-    return tu_finish("share_stale") | MPI_Finalize();
+    return tu_finish("um_replaced") | MPI_Finalize();
 }
