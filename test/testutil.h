@@ -216,6 +216,15 @@ static inline int tu_mapping_line(uintptr_t lo, uintptr_t hi, char *line, int le
     return found;
 }
 
+/* Bytes of [p, p + n) that are not `v`. */
+static inline long tu_count_not(const void *p, size_t n, unsigned char v)
+{
+    const unsigned char *b = (const unsigned char *) p;
+    long bad = 0;
+    for (size_t i = 0; i < n; i++) bad += b[i] != v;
+    return bad;
+}
+
 /* Target displacement for element `disp` (in disp units) at `rank`. */
 static inline MPI_Aint tu_disp(const tu_win_t *w, int rank, MPI_Aint disp)
 {

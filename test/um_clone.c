@@ -12,13 +12,6 @@
 
 #define M (1 << 20)
 
-static long count_not(const unsigned char *p, size_t n, unsigned char v)
-{
-    long bad = 0;
-    for (size_t i = 0; i < n; i++) bad += p[i] != v;
-    return bad;
-}
-
 /* A child by clone(SIGCHLD) writes all of buf and exits; the parent's buf
  * must still read `v`. */
 static void child_writes(char *buf, unsigned char v, const char *when)
@@ -33,9 +26,9 @@ static void child_writes(char *buf, unsigned char v, const char *when)
     TU_CHECK(pid > 0, "clone failed");
     if (pid <= 0) return;
     waitpid((pid_t) pid, &status, 0);
-    TU_CHECK(0 == count_not((unsigned char *) buf, M, v),
+    TU_CHECK(0 == tu_count_not(buf, M, v),
              "%s: %ld bytes written by a clone()d child show in the parent", when,
-             count_not((unsigned char *) buf, M, v));
+             tu_count_not(buf, M, v));
 }
 
 int main(int argc, char **argv)

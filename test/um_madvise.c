@@ -23,13 +23,6 @@
 
 static int me, nprocs;
 
-static long count_not(const unsigned char *p, size_t n, unsigned char v)
-{
-    long bad = 0;
-    for (size_t i = 0; i < n; i++) bad += p[i] != v;
-    return bad;
-}
-
 /* A window over buf (or buf attached to a dynamic window), a put of 4 KiB
  * into the next rank's, then the window freed (or buf detached). */
 static void use_as_window(char *buf, size_t len, int dynamic)
@@ -71,9 +64,9 @@ static void madvise_after(int dynamic)
     TU_CHECK(0x77 == (unsigned char) buf[0], "%s: the put did not arrive", mode);
     rc = madvise(buf, M, MADV_DONTNEED);
     TU_CHECK(0 == rc, "%s: MADV_DONTNEED failed: %s", mode, strerror(errno));
-    TU_CHECK(0 == count_not((unsigned char *) buf, M, 0),
+    TU_CHECK(0 == tu_count_not(buf, M, 0),
              "%s: after MADV_DONTNEED %ld bytes kept their data", mode,
-             count_not((unsigned char *) buf, M, 0));
+             tu_count_not(buf, M, 0));
     memset(buf, 0x5a, M);
     rc = madvise(buf, M, MADV_FREE);
     TU_CHECK(0 == rc, "%s: MADV_FREE failed: %s", mode, strerror(errno));
@@ -89,7 +82,7 @@ static int calloc_after(void)
         use_as_window(p, M, i % 2);
         free(p);
         q = calloc(1, M);
-        dirty += 0 != count_not((unsigned char *) q, M, 0);
+        dirty += 0 != tu_count_not(q, M, 0);
         free(q);
     }
     TU_CHECK(0 == dirty, "jemalloc: calloc returned non-zero memory in %d of 20 calls", dirty);

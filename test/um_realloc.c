@@ -21,13 +21,6 @@
 
 static int me, nprocs;
 
-static long count_not(const unsigned char *p, size_t n, unsigned char v)
-{
-    long bad = 0;
-    for (size_t i = 0; i < n; i++) bad += p[i] != v;
-    return bad;
-}
-
 /* A window over buf (create), or buf attached to dyn; every rank puts 64
  * bytes of its rank + 1 at offset 0 of the next rank's buf. */
 static MPI_Win expose(int dynamic, MPI_Win dyn, char *buf)
@@ -80,29 +73,29 @@ static void run(int dynamic)
     memset(q, 0x22, M);
     p = realloc(p, 4 * M);
     TU_CHECK(NULL != p, "%s: realloc failed", mode);
-    TU_CHECK(0 == count_not((unsigned char *) p, 64, prev_val), "%s: the put's bytes were lost",
+    TU_CHECK(0 == tu_count_not(p, 64, prev_val), "%s: the put's bytes were lost",
              mode);
-    TU_CHECK(0 == count_not((unsigned char *) p + 64, M - 64, 0x11),
+    TU_CHECK(0 == tu_count_not(p + 64, M - 64, 0x11),
              "%s: %ld old bytes changed by realloc", mode,
-             count_not((unsigned char *) p + 64, M - 64, 0x11));
+             tu_count_not(p + 64, M - 64, 0x11));
     memset(p + M, 0x33, 3 * M);
-    TU_CHECK(0 == count_not((unsigned char *) q, M, 0x22),
+    TU_CHECK(0 == tu_count_not(q, M, 0x22),
              "%s: writing p's grown part changed %ld bytes of a live neighbour", mode,
-             count_not((unsigned char *) q, M, 0x22));
+             tu_count_not(q, M, 0x22));
 
     r = malloc(M);                       /* a later window's memory */
     memset(r, 0x44, M);
     win = expose(dynamic, dyn, r);
     memset(r + 64, 0x55, M - 64);
-    TU_CHECK(0 == count_not((unsigned char *) p + M, 3 * M, 0x33),
+    TU_CHECK(0 == tu_count_not(p + M, 3 * M, 0x33),
              "%s: %ld bytes of p's grown part changed by a later window's memory", mode,
-             count_not((unsigned char *) p + M, 3 * M, 0x33));
+             tu_count_not(p + M, 3 * M, 0x33));
     memset(p + M, 0x66, 3 * M);
-    TU_CHECK(0 == count_not((unsigned char *) r + 64, M - 64, 0x55),
+    TU_CHECK(0 == tu_count_not(r + 64, M - 64, 0x55),
              "%s: writing p's grown part changed %ld bytes of a later window", mode,
-             count_not((unsigned char *) r + 64, M - 64, 0x55));
-    TU_CHECK(0 == count_not((unsigned char *) r, 64, prev_val), "%s: put into r lost", mode);
-    TU_CHECK(0 == count_not((unsigned char *) q, M, 0x22), "%s: neighbour changed", mode);
+             tu_count_not(r + 64, M - 64, 0x55));
+    TU_CHECK(0 == tu_count_not(r, 64, prev_val), "%s: put into r lost", mode);
+    TU_CHECK(0 == tu_count_not(q, M, 0x22), "%s: neighbour changed", mode);
     unexpose(dynamic, &win, r);
     if (dynamic) TU_MPI(MPI_Win_free(&dyn));
     free(r);

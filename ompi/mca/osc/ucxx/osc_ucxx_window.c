@@ -338,15 +338,17 @@ static int pack_rkey(ucp_mem_h memh, void **buf, size_t *len)
 /* The collective exchange: window layout, rkeys, and worker addresses of
  * peers some member has not met yet. */
 
-/* Is another rank of the window on our node? */
+/* Is another rank of the window on our node?  (Procs on our node always
+ * exist; one not made yet is elsewhere, and stays unmade.) */
 static bool some_peer_near(ompi_osc_ucxx_module_t *module)
 {
     if (0 == opal_process_info.num_local_peers) {
         return false;
     }
     for (int i = 0; i < module->size; ++i) {
-        ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, i);
-        if (i != module->rank && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+        ompi_proc_t *proc = ompi_group_peer_lookup_existing(module->comm->c_remote_group, i);
+        if (i != module->rank && NULL != proc &&
+            OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
             return true;
         }
     }
