@@ -134,6 +134,35 @@ static int chunk_rmw(chunk_t *c, ompi_osc_ucxx_runs_t *ro, ompi_osc_ucxx_runs_t 
     return rc;
 }
 
+/* One element of a predefined type on every side (fetch_and_op,
+ * compare_and_swap, single accumulates): no layout walk, one copy each way
+ * of its bytes. */
+static int single(chunk_t *c, uint64_t remote, const void *origin, const void *compare,
+                  void *result)
+{
+    ompi_osc_ucxx_acc_t *a = c->a;
+    bool read = a->fetch || !ompi_osc_ucxx_is_replace(a->op) || NULL != compare;
+    bool write = !ompi_osc_ucxx_is_no_op(a->op);
+    uint32_t mask = ompi_osc_ucxx_stripe_mask(c->shift, remote - c->sbase,
+                                              remote - c->sbase + a->width);
+    int rc = OMPI_SUCCESS;
+
+    ompi_osc_ucxx_stripes_lock(c->state, mask);
+    if (read) rc = ompi_osc_ucxx_cma_copy(c->pid, false, c->buf, remote, a->ext);
+    if (OMPI_SUCCESS == rc) {
+        if (NULL != compare) {
+            ompi_osc_ucxx_acc_copy(a, result, c->buf, 1);
+            write = 0 == memcmp(c->buf, compare, a->esize);
+            if (write) ompi_osc_ucxx_acc_copy(a, c->buf, origin, 1);
+        } else {
+            ompi_osc_ucxx_acc_run(a, c->buf, origin, result, 1);
+        }
+        if (write) rc = ompi_osc_ucxx_cma_copy(c->pid, true, c->buf, remote, a->ext);
+    }
+    ompi_osc_ucxx_stripes_unlock(c->state, mask);
+    return rc;
+}
+
 int ompi_osc_ucxx_acc_cma(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_count,
                           ompi_datatype_t *origin_dt, const void *compare_addr,
                           void *result_addr, int result_count, ompi_datatype_t *result_dt,
@@ -167,6 +196,12 @@ int ompi_osc_ucxx_acc_cma(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_
         }
     }
     if (c.cap < a->ext) return OMPI_ERR_NOT_AVAILABLE;
+    if (1 == target_count && ompi_datatype_is_predefined(target_dt) &&
+        (!have_origin || (1 == origin_count && ompi_datatype_is_predefined(origin_dt))) &&
+        (!a->fetch || (1 == result_count && ompi_datatype_is_predefined(result_dt)))) {
+        return single(&c, t->remote, have_origin ? origin_addr : NULL, compare_addr,
+                      a->fetch ? result_addr : NULL);
+    }
     ompi_osc_ucxx_runs_init(&rt, a, (void *) (uintptr_t) t->remote, target_count, target_dt);
     if (have_origin) ompi_osc_ucxx_runs_init(&ro, a, origin_addr, origin_count, origin_dt);
     if (a->fetch) ompi_osc_ucxx_runs_init(&rr, a, result_addr, result_count, result_dt);
