@@ -394,7 +394,7 @@ int main(int argc, char **argv)
             data_ops(&w);
             counters(&w);
             if (!s) ranges(&w, quiet_target);
-            if (!s && quiet_target) target_computes(&w);
+            if (quiet_target) target_computes(&w);
             cw_free(&w);
         }
     }
