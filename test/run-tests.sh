@@ -102,7 +102,14 @@ for transport in $TRANSPORTS; do
             else
                 failed=$((failed + 1)); failures+=("$name")
                 [ $rc = 124 ] && why="timed out after ${TEST_TIMEOUT}s" || why="exit $rc"
+                # a program's own verdict is "NAME: ok (0 errors)": a job that
+                # printed it and still failed failed in MPI_Finalize or later
+                grep -q ': ok (0 errors)$' "$log" && why="$why after its success line"
                 echo "FAIL $name ($why, ${secs}s); last lines of $log:"
+                # UCX's and the runtime's own words first: they scroll away
+                # under a backtrace and mpirun's closing banner
+                grep -m 3 -E 'Assertion|UCX +(ERROR|FATAL)|Caught signal|Signal:' "$log" |
+                    cut -c1-300 | sed 's/^/    /'
                 tail -n 15 "$log" | sed 's/^/    /'
             fi
         done

@@ -710,6 +710,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
+    (void) ompi_osc_ucxx_quiesce_register();  /* (MPI_Finalize: osc_ucxx_quiesce.c) */
 
     module = OBJ_NEW(ompi_osc_ucxx_module_t);
     if (NULL == module || NULL == module->access) {

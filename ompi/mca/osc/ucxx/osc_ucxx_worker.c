@@ -43,6 +43,7 @@ __thread ompi_osc_ucxx_tls_t ompi_osc_ucxx_tls = {NULL, 0};
 static ompi_osc_ucxx_worker_t *worker_create(ucp_worker_h made);
 static int addr_store(uint64_t key, const void *addr, size_t len);
 static int get_ep(ompi_osc_ucxx_worker_t *worker, uint64_t key, ucp_ep_h *ep);
+static void rkeys_destroy(ompi_osc_ucxx_worker_t *worker);
 
 /* Wait mode: sleep in the kernel until the main worker has an event or
  * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
@@ -455,6 +456,7 @@ bool ompi_osc_ucxx_context_warm(void)
         OSC_UCXX_VERBOSE(10, "rank %u's address is not in the modex: no endpoint during MPI_Init",
                          (unsigned) peer.vpid);
     } else if (OMPI_SUCCESS == get_ep(OSC_UCXX.main_worker, ompi_osc_ucxx_name_key(&peer), &ep)) {
+        ompi_osc_ucxx_quiesce_ep(ep);  /* (its wireup done on both sides) */
         OSC_UCXX_VERBOSE(10, "endpoint to rank %u on this node made during MPI_Init",
                          (unsigned) peer.vpid);
     } else {
@@ -577,9 +579,16 @@ void ompi_osc_ucxx_context_fini(void)
         ucp_worker_release_address(OSC_UCXX.main_worker->ucp, OSC_UCXX.main_addr);
         OSC_UCXX.main_addr = NULL;
     }
+    /* Every worker's endpoints closed while every worker can still be
+     * progressed (osc_ucxx_quiesce.c), then the workers destroyed. */
+    for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
+        rkeys_destroy(OSC_UCXX.workers[i]);
+        ompi_osc_ucxx_eps_close(OSC_UCXX.workers[i]);
+    }
     for (int i = 0; i < OSC_UCXX.num_workers; ++i) {
         OBJ_RELEASE(OSC_UCXX.workers[i]);
     }
+    ompi_osc_ucxx_quiesce_deregister();
     while (NULL != OSC_UCXX.workers) {
         ompi_osc_ucxx_worker_t **retired =
             (ompi_osc_ucxx_worker_t **) OSC_UCXX.workers[OSC_UCXX.workers_cap];
@@ -634,29 +643,10 @@ static void worker_construct(ompi_osc_ucxx_worker_t *worker)
     worker->idle_bytes = 0;
 }
 
-static void rkeys_destroy(ompi_osc_ucxx_worker_t *worker);
-
 static void worker_destruct(ompi_osc_ucxx_worker_t *worker)
 {
-    uint64_t key;
-    void *value, *node = NULL;
-    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
-
     rkeys_destroy(worker);  /* (before the endpoints they were unpacked on) */
-    /* Everything was completed when the windows were freed; peers may
-     * already be gone, so endpoints are closed without a remote handshake. */
-    int rc = opal_hash_table_get_first_key_uint64(&worker->eps, &key, &value, &node);
-    while (OPAL_SUCCESS == rc) {
-        void *req = ucp_ep_close_nbx((ucp_ep_h) value, &param);
-        if (UCS_PTR_IS_PTR(req)) {
-            while (UCS_INPROGRESS == ucp_request_check_status(req)) {
-                ucp_worker_progress(worker->ucp);
-            }
-            ucp_request_free(req);
-        }
-        rc = opal_hash_table_get_next_key_uint64(&worker->eps, &key, &value, node, &node);
-    }
+    ompi_osc_ucxx_eps_close(worker);  /* (context_fini closed them already) */
     OBJ_DESTRUCT(&worker->eps);
     OBJ_DESTRUCT(&worker->rkeys);
     OBJ_DESTRUCT(&worker->lock);
@@ -722,6 +712,7 @@ static ompi_osc_ucxx_worker_t *worker_create(ucp_worker_h made)
         return NULL;
     }
     if (OMPI_SUCCESS != ompi_osc_ucxx_am_register(worker) ||
+        OMPI_SUCCESS != ompi_osc_ucxx_quiesce_am_register(worker) ||
         OMPI_SUCCESS != worker_publish(worker)) {
         OBJ_RELEASE(worker);
         return NULL;
@@ -1052,6 +1043,9 @@ int ompi_osc_ucxx_progress(void)
     count = ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
     if (ompi_osc_ucxx_am_pending()) {
         count += ompi_osc_ucxx_am_drain();
+    }
+    if (OPAL_UNLIKELY(0 != ompi_osc_ucxx_pongs_due)) {
+        ompi_osc_ucxx_quiesce_serve();
     }
     if (NULL == self) {
         tls = &ompi_osc_ucxx_tls;

@@ -53,6 +53,18 @@ void ompi_osc_ucxx_context_start(void);  /* component_open, in MPI_Init */
 bool ompi_osc_ucxx_context_warm(void);   /* component_init: true if started */
 int ompi_osc_ucxx_context_init(void);
 void ompi_osc_ucxx_context_fini(void);
+/* Teardown (osc_ucxx_quiesce.c): no endpoint mid-wireup when MPI_Finalize's
+ * fence ends (register: with the first window; quiesce_ep: one endpoint,
+ * now); close a worker's endpoints before it is destroyed. */
+#define OSC_UCXX_AM_PING 62   /* (UCX active-message ids, after the AM layer's) */
+#define OSC_UCXX_AM_PONG 63
+extern volatile int32_t ompi_osc_ucxx_pongs_due;
+int ompi_osc_ucxx_quiesce_register(void);
+int ompi_osc_ucxx_quiesce_am_register(ompi_osc_ucxx_worker_t *worker);
+void ompi_osc_ucxx_quiesce_serve(void);
+void ompi_osc_ucxx_quiesce_ep(ucp_ep_h ep);
+void ompi_osc_ucxx_quiesce_deregister(void);
+void ompi_osc_ucxx_eps_close(ompi_osc_ucxx_worker_t *worker);
 ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
 int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                                 ucp_ep_h *ep);
