@@ -287,44 +287,10 @@ int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, u
     return OMPI_SUCCESS;
 }
 
-/* Two processes of a window that share a core, with another core free for
- * one of them (nobody bound them; the scheduler put them there, e.g. while
- * a third program ran): each barrier then hands the core over and back
- * (~2 us a fence instead of ~0.15), and the scheduler never separates them,
- * because tasks that ran within the last 0.5 ms are "cache hot" and are not
- * migrated.  So after 64 barriers in a row (at first) with the process that
- * writes our first slot on our core (each publishes its core), the odd rank
- * of a pair moves itself: narrowing its affinity to the other cores it may
- * use makes the kernel move it at once, and restoring the mask leaves it
- * there.
- * Seen with a busy loop running beside RMA-MT's 1-thread fence pattern:
- * ~1.9 us a fence in 3 runs of 4 unbound, 0.14-0.15 bound to cores.
- * Where threads outnumber the cores the pair meets again soon and a move
- * (two affinity calls and a migration, tens of us) buys little, so each
- * move doubles the streak the next one needs. */
-static void leave_shared_core(ompi_osc_ucxx_module_t *module, int cpu)
-{
-    cpu_set_t mine, others;
-
-    module->shared_core_streak = 0;
-    /* (our cores now: the affinity may have changed since the last time) */
-    if (!OSC_UCXX.fence_unshare || 0 == module->rank % 2 ||
-        0 != sched_getaffinity(0, sizeof(mine), &mine) || !CPU_ISSET(cpu, &mine) ||
-        CPU_COUNT(&mine) < 2 || CPU_COUNT(&mine) < opal_process_info.num_local_peers + 1) {
-        return;
-    }
-    others = mine;
-    CPU_CLR(cpu, &others);
-    if (0 == sched_setaffinity(0, sizeof(others), &others)) {
-        (void) sched_setaffinity(0, sizeof(mine), &mine);
-        if (module->unshare_after < (1 << 20)) module->unshare_after *= 2;
-        OSC_UCXX_VERBOSE(10, "window %u: fence barriers kept waiting for a peer on core %d: "
-                         "moved to core %d", module->cid, cpu, sched_getcpu());
-    }
-}
-
 /* Did `writer` enter its last barrier on the core we entered this one on?
- * (One line that changes only when its owner moves: a cache hit.) */
+ * Each process publishes its core in its state segment at every barrier
+ * (one line that changes only when its owner moves: a cache hit).  Only
+ * to wait better: nothing changes where a process runs. */
 static bool on_my_core(ompi_osc_ucxx_module_t *module, int writer, int cpu)
 {
     ompi_osc_ucxx_state_t *from = ompi_osc_ucxx_direct_state(module, writer);
@@ -362,14 +328,13 @@ bool ompi_osc_ucxx_crowded(void)
 
 /* Polls before a barrier wait for `writer` starts to yield the core.  Soon
  * (a 16th of osc_ucxx_yield_after) where the writer may need our core: it
- * entered its last barrier on the core we are on, or the node has more
- * processes than cores, or we cannot tell (osc_ucxx_fence_unshare off: no
- * process publishes its core); there a handoff took ~9 us a fence with
- * 256 polls before the first yield and ~2 us with 16.  Else after the
- * whole osc_ucxx_yield_after: the writer runs on a core of its own and is
- * merely late, and a sched_yield (a system call that returns when the
- * kernel is done with it) only delays our noticing it: OSU's fence
- * latency pattern, 32-64 KiB puts, lost ~0.1 us a fence to yields. */
+ * entered its last barrier on the core we are on (two processes the
+ * scheduler left on one core hand it over at every barrier: the sooner the
+ * waiter yields, the sooner the writer runs), or the node has more
+ * processes than cores, or we cannot tell.  Else after the whole
+ * osc_ucxx_yield_after: the writer runs on a core of its own and is merely
+ * late, and a sched_yield (a system call that returns when the kernel is
+ * done with it) only delays our noticing it. */
 static int barrier_patience(ompi_osc_ucxx_module_t *module, int writer, int cpu)
 {
     if (cpu < 0 || module->crowded || NULL == ompi_osc_ucxx_direct_state(module, writer) ||
@@ -399,7 +364,7 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
 {
     uint64_t seq = ++module->barrier_seq;
     int size = module->size;
-    int cpu = OSC_UCXX.fence_unshare ? sched_getcpu() : -1;
+    int cpu = sched_getcpu();
 
     if (cpu >= 0 && (uint64_t) cpu != module->state->cpu.value) module->state->cpu.value = cpu;
     for (int k = 0, dist = 1; dist < size; ++k, dist <<= 1) {
@@ -417,12 +382,6 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
             opal_progress();
             if (OSC_UCXX.yield_after > 0 && ++spins >= yield_after) sched_yield();
         }
-    }
-    module->shared_core_streak =
-        on_my_core(module, (module->rank - 1 + size) % size, cpu) ? module->shared_core_streak + 1
-                                                                  : 0;
-    if (module->shared_core_streak >= module->unshare_after) {
-        leave_shared_core(module, cpu);
     }
     return OMPI_SUCCESS;
 }

@@ -91,8 +91,6 @@ typedef struct ompi_osc_ucxx_component_t {
     int yield_after;          /* wait loops: empty polls before they start to yield */
     int fence_by_flush;       /* ordering by endpoint flush: 1, 0, -1 auto (fence_link) */
     bool fence_barrier;       /* fences synchronize through state segments where they can */
-    bool fence_unshare;       /* ... and a process that keeps meeting its peer on its own
-                               * core moves itself off it */
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */

@@ -698,7 +698,6 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->same_size = info_flag(info, "same_size");
     module->same_disp_unit = info_flag(info, "same_disp_unit");
     module->acc_shift = granularity_shift(info);
-    module->unshare_after = 64;  /* (osc_ucxx_state.c: fences on a shared core) */
     module->crowded = ompi_osc_ucxx_crowded();
     read_am_keys(module, info);
 

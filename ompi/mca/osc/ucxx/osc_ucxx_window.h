@@ -101,8 +101,6 @@ struct ompi_osc_ucxx_module_t {
                                      * every process maps every other's (state_cpu)
                                      * and none switched it off */
     uint64_t barrier_seq;           /* fence barriers through state segments so far */
-    int shared_core_streak;         /* ... in a row that found the peer on our core */
-    int unshare_after;              /* streak that moves us (doubles after each move) */
     bool crowded;                   /* more processes here than cores (ompi_osc_ucxx_crowded) */
     volatile bool exposed;          /* PSCW: between post and wait/test */
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
