@@ -396,6 +396,7 @@ static int component_open(void)
 {
     OSC_UCXX.output = opal_output_open(NULL);
     opal_output_set_verbosity(OSC_UCXX.output, OSC_UCXX.verbose);
+    ompi_osc_ucxx_audit_init();
 #ifdef OSC_UCXX_HELPDIR
     (void) opal_show_help_add_dir(OSC_UCXX_HELPDIR);
 #endif

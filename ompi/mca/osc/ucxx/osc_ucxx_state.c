@@ -5,16 +5,19 @@
  * The state segment (layout: ompi_osc_ucxx_state_t in osc_ucxx_types.h):
  * every read-modify-write of one of its words, ours or a peer's, is here.
  *
- * Atomics policy.  A CPU atomic and a UCX atomic on the same word are not
- * atomic with respect to each other where UCX uses device atomics (the
- * default on InfiniBand/RoCE): a NIC's fetch-and-add can overwrite a CPU
- * store made between its read and its write.  So each word is changed by one
- * kind only:
+ * Atomics policy (osc_ucxx_policy.c, docs/atomics.md).  A CPU atomic and a
+ * UCX atomic on the same word are not atomic with respect to each other
+ * where UCX uses device atomics (the default on InfiniBand/RoCE): a NIC's
+ * fetch-and-add can overwrite a CPU store made between its read and its
+ * write.  So each word is changed by one kind only, the same on every
+ * process (agreed at creation):
  *   - lock, fence, dyn_gen, complete: CPU atomics where every process of the
- *     window maps every other's state segment (module->state_cpu, decided
- *     at creation, the same on every process); UCX atomics for everybody
- *     otherwise, the owner included (through its link to itself).  Plain
- *     loads of a word are fine either way.
+ *     window maps every other's state segment (module->state_cpu); UCX
+ *     atomics for everybody otherwise, the owner included (through its link
+ *     to itself).  Never one kind for some targets and the other for the
+ *     rest.  Plain loads of a word are fine either way; a peer's word that
+ *     is not mapped here is read with a UCX get, never with a fetching add
+ *     of 0 (a read-modify-write), and wait loops read.
  *   - acc_all, acc_locks: CPU only.  Only processes that map the window
  *     memory take them (the origin of an accumulate on mapped memory, or the
  *     target applying an accumulate message); others send their accumulates
@@ -26,6 +29,8 @@
  *   - am_exec: CPU only.  The owner takes it to run a user active message's
  *     handler, and so do origins that map the target (origin-side
  *     execution); others send their AMs to the owner.
+ * With the atomics audit on (osc_ucxx_audit.c), every change of a word is
+ * recorded with its kind.
  *
  * Lock word protocol: readers count in the low 32 bits, writers in the high
  * 32.  Every step is an atomic add, release included, never a swap, so a
@@ -43,21 +48,6 @@
 #include "opal/util/proc.h"
 
 #include "osc_ucxx_state.h"
-
-/* Do all peers map our state segment (so that they can tell us when they
- * need serving), and is every state word therefore reached by CPU?  A peer
- * off the node, or a neighbour UCX cannot map, means no (same transports
- * everywhere), and every process reaches the same verdict. */
-bool ompi_osc_ucxx_state_policy(ompi_osc_ucxx_module_t *module)
-{
-    int neighbour = (module->rank + 1) % module->size;
-
-    if (!ompi_osc_ucxx_all_on_node(module)) {
-        return false;
-    }
-    return module->size == 1 ||
-           (OSC_UCXX.use_direct && NULL != ompi_osc_ucxx_direct_state(module, neighbour));
-}
 
 /* ------------------------------------------------------------------------- */
 /* Words under the policy */
@@ -109,19 +99,48 @@ static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
     return rc;
 }
 
+/* The policy's kind for every target alike: with CPU state words every
+ * process maps every other's segment (the agreement checked it). */
 static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_atomic_op_t op,
                uint64_t value, uint64_t compare, uint64_t *result)
 {
-    char *state = ompi_osc_ucxx_cpu_state(module, target);
-    if (OPAL_LIKELY(NULL != state)) {
-        uint64_t reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
+    if (OPAL_LIKELY(module->state_cpu)) {
+        char *state = (char *) ompi_osc_ucxx_direct_state(module, target);
+        uint64_t reply;
+        if (OPAL_UNLIKELY(NULL == state)) return OMPI_ERR_UNREACH;
+        reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
+        ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, offset, OSC_UCXX_AUDIT_CPU);
         if (NULL != result) *result = reply;
         return OMPI_SUCCESS;
     }
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, offset, OSC_UCXX_AUDIT_UCX);
     return ucx_amo(module, target, offset, op, value, compare, result);
 }
 
-/* A peer's word: a load where it is mapped, else a fetching add of 0. */
+/* A peer's word read through UCX: a get, which changes nothing (a fetching
+ * add of 0 is a read-modify-write: done by a NIC, it can undo a CPU update
+ * made between its read and its write). */
+static int ucx_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, uint64_t *value)
+{
+    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
+    ompi_osc_ucxx_link_t *link = NULL == worker ? NULL
+                                                : ompi_osc_ucxx_link(module, worker, target);
+    ucp_request_param_t param;
+    int rc;
+
+    if (NULL == link) {
+        return OMPI_ERR_UNREACH;
+    }
+    param.op_attr_mask = 0;
+    rc = ompi_osc_ucxx_wait_request(worker,
+                                    ucp_get_nbx(link->ep, value, sizeof(*value),
+                                                module->peers[target].state + offset,
+                                                link->state_rkey, &param));
+    opal_atomic_rmb();
+    return rc;
+}
+
+/* A word of `target`'s (ours too): a load where it is mapped, else a get. */
 static int word_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, uint64_t *value)
 {
     char *state = (char *) ompi_osc_ucxx_direct_state(module, target);
@@ -129,7 +148,7 @@ static int word_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, 
         *value = __atomic_load_n((volatile uint64_t *) (state + offset), __ATOMIC_ACQUIRE);
         return OMPI_SUCCESS;
     }
-    return ucx_amo(module, target, offset, UCP_ATOMIC_OP_ADD, 0, 0, value);
+    return ucx_read(module, target, offset, value);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -140,14 +159,15 @@ static int lock_add(ompi_osc_ucxx_module_t *module, int target, uint64_t delta, 
     return amo(module, target, OSC_UCXX_STATE(lock), UCP_ATOMIC_OP_ADD, delta, 0, old);
 }
 
-/* Wait until no writer holds or claims the lock word. */
+/* Wait until no writer holds or claims the lock word (reading it: polls
+ * that changed it would contend with the holder's release). */
 static int lock_wait_no_writer(ompi_osc_ucxx_module_t *module, int target)
 {
     uint64_t word;
     int rc;
     do {
         opal_progress();  /* whoever holds it may need us to serve them */
-        rc = lock_add(module, target, 0, &word);
+        rc = word_read(module, target, OSC_UCXX_STATE(lock), &word);
     } while (OMPI_SUCCESS == rc && (word >> 32) != 0);
     return rc;
 }
@@ -170,7 +190,7 @@ int ompi_osc_ucxx_state_lock_wait(ompi_osc_ucxx_module_t *module, int target, in
     }
     while (MPI_LOCK_EXCLUSIVE == type && 0 != (old & OSC_UCXX_LOCK_READERS)) {
         opal_progress();
-        rc = lock_add(module, target, 0, &old);
+        rc = word_read(module, target, OSC_UCXX_STATE(lock), &old);
         if (OMPI_SUCCESS != rc) return rc;
     }
     return OMPI_SUCCESS;
@@ -271,20 +291,17 @@ int ompi_osc_ucxx_state_fence_publish(ompi_osc_ucxx_module_t *module, uint64_t c
 {
     if (module->state_cpu) {
         __atomic_store_n(&module->state->fence.value, count, __ATOMIC_RELEASE);
+        ompi_osc_ucxx_audit(module, module->rank, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(fence),
+                            OSC_UCXX_AUDIT_CPU);
         return OMPI_SUCCESS;
     }
     opal_atomic_wmb();
-    return ucx_amo(module, module->rank, OSC_UCXX_STATE(fence), UCP_ATOMIC_OP_SWAP, count, 0,
-                   NULL);
+    return amo(module, module->rank, OSC_UCXX_STATE(fence), UCP_ATOMIC_OP_SWAP, count, 0, NULL);
 }
 
 int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, uint64_t *count)
 {
-    if (module->state_cpu || target != module->rank) {
-        return word_read(module, target, OSC_UCXX_STATE(fence), count);
-    }
-    *count = __atomic_load_n(&module->state->fence.value, __ATOMIC_ACQUIRE);
-    return OMPI_SUCCESS;
+    return word_read(module, target, OSC_UCXX_STATE(fence), count);
 }
 
 /* Did `writer` enter its last barrier on the core we entered this one on?
@@ -370,13 +387,12 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
     for (int k = 0, dist = 1; dist < size; ++k, dist <<= 1) {
         int peer = (module->rank + dist) % size, spins = 0, yield_after;
         ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module, peer);
-        if (OPAL_LIKELY(NULL != to)) {
-            __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
-        } else {  /* (state_cpu judged by one neighbour: as amo() does) */
-            int rc = ucx_amo(module, peer, OSC_UCXX_STATE(barrier[k]), UCP_ATOMIC_OP_SWAP, seq,
-                             0, NULL);
-            if (OMPI_SUCCESS != rc) return rc;
+        if (OPAL_UNLIKELY(NULL == to)) {
+            return OMPI_ERR_UNREACH;  /* (fence_by_state: every process maps every other) */
         }
+        __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
+        ompi_osc_ucxx_audit(module, peer, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(barrier) + k * sizeof(uint64_t),
+                            OSC_UCXX_AUDIT_CPU);
         yield_after = barrier_patience(module, (module->rank - dist + size) % size, cpu);
         while (__atomic_load_n(&module->state->barrier[k], __ATOMIC_ACQUIRE) < seq) {
             opal_progress();
@@ -402,6 +418,8 @@ int ompi_osc_ucxx_state_post(ompi_osc_ucxx_module_t *module, int origin)
 {
     ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(module, origin);
     __atomic_fetch_add(&state->posts[module->rank], 1, __ATOMIC_ACQ_REL);
+    ompi_osc_ucxx_audit(module, origin, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(posts) + module->rank * sizeof(uint64_t),
+                        OSC_UCXX_AUDIT_CPU);
     return OMPI_SUCCESS;
 }
 
@@ -471,6 +489,8 @@ void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int6
     state = ompi_osc_ucxx_direct_state(module, target);
     if (NULL != state) {
         __atomic_fetch_add(&state->serve.value, delta, __ATOMIC_ACQ_REL);
+        ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(serve),
+                            OSC_UCXX_AUDIT_CPU);
     }
 }
 

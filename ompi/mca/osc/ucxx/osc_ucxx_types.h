@@ -73,6 +73,7 @@ typedef struct ompi_osc_ucxx_request_t ompi_osc_ucxx_request_t;   /* request.h *
 typedef struct ompi_osc_ucxx_shseg_t ompi_osc_ucxx_shseg_t;       /* share.h */
 typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam.c */
 typedef struct ompi_osc_ucxx_shared_comm_t ompi_osc_ucxx_shared_comm_t;  /* wcomm.c */
+typedef struct ompi_osc_ucxx_audit_t ompi_osc_ucxx_audit_t;       /* audit.c */
 
 /* ------------------------------------------------------------------------- */
 /* Component                                                                 */
@@ -134,6 +135,8 @@ typedef struct ompi_osc_ucxx_component_t {
     bool mt;                  /* several threads may be inside the component */
     ucs_thread_mode_t thread_mode;
     bool order_by_flush;      /* order by endpoint flush, not ucp_worker_fence (fence_link) */
+    bool device_atomics;      /* UCX may apply our atomics with a device, not the CPU
+                               * (osc_ucxx_worker.c; the atomics policy, docs/atomics.md) */
 
     /* Created on the first window, destroyed at finalize */
     ucp_context_h context;
