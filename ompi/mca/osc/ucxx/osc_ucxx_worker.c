@@ -285,6 +285,50 @@ int ompi_osc_ucxx_context_init(void)
 /* UCX_ATOMIC_MODE=cpu in the configuration our context was made with */
 static bool config_atomics_cpu;
 
+/* Was UCX configuration variable NAME (without "UCX_") set by the user, for
+ * every UCX user or for MPI's (the "MPI" prefix our configuration reads)? */
+static bool ucx_var_set(const char *name)
+{
+    char var[64];
+    snprintf(var, sizeof(var), "UCX_%s", name);
+    if (NULL != getenv(var)) return true;
+    snprintf(var, sizeof(var), "UCX_MPI_%s", name);
+    return NULL != getenv(var);
+}
+
+/* No hugetlb pages for our context: UCX 1.13 backs its shared-memory
+ * allocations (ucp_mem_map with UCP_MEM_MAP_ALLOCATE: window memory, state
+ * arenas, the first of them during MPI_Init) with pages of the hugetlb pool
+ * where it can (UCX_SYSV_HUGETLB_MODE and UCX_POSIX_HUGETLB_MODE are "try",
+ * and "huge" is one of UCX_ALLOC_PRIO's methods), which takes the huge
+ * pages the application reserved for itself.  Regular pages instead
+ * (transparent huge pages stay allowed: they come from no reserve); what
+ * the user sets wins. */
+static void no_huge_pages(ucp_config_t *config)
+{
+    char *text = NULL, prio[256], kept[256] = "";
+    size_t len = 0;
+    FILE *f;
+
+    /* (one key for both memory domains: UCX applies it to each) */
+    if (!ucx_var_set("SYSV_HUGETLB_MODE") && !ucx_var_set("POSIX_HUGETLB_MODE")) {
+        (void) ucp_config_modify(config, "MM_HUGETLB_MODE", "n");
+    }
+    if (ucx_var_set("ALLOC_PRIO") || NULL == (f = open_memstream(&text, &len))) return;
+    ucp_config_print(config, f, NULL, UCS_CONFIG_PRINT_CONFIG);
+    fclose(f);
+    if (NULL != text && NULL != config_value(text, "UCX_ALLOC_PRIO", prio, sizeof(prio))) {
+        char *save = NULL;
+        for (char *m = strtok_r(prio, ",", &save); NULL != m; m = strtok_r(NULL, ",", &save)) {
+            if (0 == strcmp(m, "huge")) continue;
+            if ('\0' != kept[0]) strncat(kept, ",", sizeof(kept) - strlen(kept) - 1);
+            strncat(kept, m, sizeof(kept) - strlen(kept) - 1);
+        }
+        if ('\0' != kept[0]) (void) ucp_config_modify(config, "ALLOC_PRIO", kept);
+    }
+    free(text);
+}
+
 /* Worker thread mode follows the MPI thread level (and our own progress
  * thread, which shares the main worker with the application). */
 static ucs_thread_mode_t thread_mode(void)
@@ -327,6 +371,7 @@ static int ucx_context_create(ucp_context_h *context)
     }
     OSC_UCXX.order_by_flush = OSC_UCXX.fence_by_flush < 0 ? fence_is_strong(config)
                                                          : 0 != OSC_UCXX.fence_by_flush;
+    no_huge_pages(config);
     config_atomics_cpu = atomic_mode_cpu(config);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
