@@ -87,7 +87,10 @@ static void warn_modes(ompi_osc_ucxx_module_t *module)
 {
     static bool warned = false;
 
-    if (module->state_cpu || !modes_differ(module) || warned) return;
+    if (module->state_cpu || !modes_differ(module)) return;
+    OSC_UCXX_VERBOSE(1, "window %u: the processes' UCX apply atomics differently: locks may "
+                     "not exclude each other", module->cid);
+    if (warned) return;
     warned = true;
     opal_show_help("help-osc-ucxx.txt", "atomic modes differ", true);
 }
@@ -117,8 +120,8 @@ int ompi_osc_ucxx_policy_agree(ompi_osc_ucxx_module_t *module)
     OSC_UCXX_VERBOSE(10, "window %u: state words by %s atomics, acc_single_intrinsic singles "
                      "by %s (this process maps %s)", module->cid,
                      module->state_cpu ? "CPU" : "UCX", kinds[module->single_kind],
-                     (mine & MAPS_MEMORY) ? "every peer" : (mine & MAPS_STATES)
-                                                               ? "every peer's state"
-                                                               : "not every peer's state");
+                     (mine & MAPS_MEMORY) ? "all of its peers" : (mine & MAPS_STATES)
+                                                                     ? "its peers' states"
+                                                                     : "not all peers' states");
     return OMPI_SUCCESS;
 }
