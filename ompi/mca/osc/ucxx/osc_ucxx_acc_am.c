@@ -260,6 +260,10 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
         acc_apply(module, &a, hdr, runs, vals, fetch ? (char *) (reply + 1) : NULL);
         opal_atomic_wmb();
         ompi_osc_ucxx_stripes_unlock(module->state, mask);
+        if (0 == hdr->first && 1 == hdr->nelem) {   /* a single element's operation */
+            ompi_osc_ucxx_audit(module, module->rank, OSC_UCXX_AUDIT_DATA, runs[0].offset,
+                                OSC_UCXX_AUDIT_STRIPE);
+        }
     }
     free(copy);
 

@@ -10,10 +10,10 @@
  * messages, the target on its own memory), reads the target bytes into a
  * buffer here, applies the operation to the buffer and writes it back, then
  * releases the stripes.  Element-wise atomicity so holds without the
- * target's CPU.  No lock-free atomic may touch such memory meanwhile: a
- * window whose user memory peers may reach this way has every process take
- * the stripes, acc_single_intrinsic singles included
- * (ompi_osc_ucxx_module_t::user_stripes).
+ * target's CPU.  No lock-free atomic may touch such memory meanwhile: peers
+ * do not map it, so a window whose ranks share a node agrees on the
+ * stripes for acc_single_intrinsic singles too (single_kind,
+ * osc_ucxx_policy.c).
  *
  * The target's layout is walked as runs of elements (osc_ucxx_acc.h) at
  * the target's addresses; a chunk of runs (at most OSC_UCXX_CMA_PIECES of

@@ -25,14 +25,16 @@
  * plain read-modify-write can never interleave with a single-element
  * atomic.  With acc_single_intrinsic=true the application promises that
  * only single-element accumulates touch a location concurrently; those
- * then take one atomic each and no exclusion: a CPU atomic where the memory
- * is mapped and every process of the window maps every other (state_cpu),
- * else a UCX atomic (native ops, a compare-and-swap loop for the others),
- * so that all atomics on a word are of one kind.  Elements no atomic
- * instruction covers (1, 2 or 16 bytes, pairs) keep the exclusion.  On user
- * memory that peers on the node may reach by cross-memory attach
- * (module->user_stripes) no lock-free atomic is used, by any process: a
- * stripe read-modify-write is not atomic with one.
+ * then take the one kind the window agreed at creation
+ * (module->single_kind, osc_ucxx_policy.c), the same on every process and
+ * for every target, the owner's own memory included: one lock-free CPU
+ * atomic where every process maps all of every other's memory, one UCX
+ * atomic (native ops, a compare-and-swap loop for the others) where some
+ * process is on another node, the exclusion like any other accumulate
+ * otherwise.  Elements no atomic instruction covers (1, 2 or 16 bytes,
+ * pairs) keep the exclusion.  User memory that peers on the node reach by
+ * cross-memory attach is never mapped by them, so a window over it with
+ * ranks sharing a node agrees on the exclusion (osc_ucxx_acc_cma.c).
  *
  * Paths: predefined types, the same type and count on every side, to
  * memory mapped here whole take a mapped path first (the checks of put and
@@ -429,8 +431,8 @@ static int acc_setup(ompi_osc_ucxx_acc_t *a, ompi_op_t *op, ompi_datatype_t *ori
 /* acc_single_intrinsic: this single element takes one atomic, no exclusion. */
 static bool lock_free(const ompi_osc_ucxx_acc_t *a, uint64_t remote)
 {
-    return a->t->view->acc_single_intrinsic && a->hw && 0 == remote % a->esize &&
-           !a->t->module->user_stripes;
+    return OSC_UCXX_SINGLE_STRIPES != a->t->view->single_kind && a->hw &&
+           0 == remote % a->esize;
 }
 
 /* Memory not mapped here: applied here by cross-memory attach where the
@@ -456,23 +458,41 @@ static int acc_unmapped(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_co
                                 result_addr, result_count, result_dt, target_count, target_dt);
 }
 
-/* Which atomic a lock-free element takes: a CPU one where the memory is
- * mapped and every process maps every other (all atomics on the word are
- * then CPU ones), else a UCX one, for which a mapped target needs its link
- * and rkey too (resolve leaves them unset on fully mapped memory; dynamic
- * windows set them per region).  Our own memory stays on the CPU: peers'
- * UCX atomics on it are applied by this process's CPU too wherever UCX
- * emulates them. */
-static bool cpu_atomic(ompi_osc_ucxx_target_t *t)
+/* Which atomic a lock-free element takes: the window's kind, for every
+ * target alike.  A CPU one: every process maps all of every other's memory
+ * (the agreement checked it), so the path is mapped.  A UCX one: mapped
+ * memory, ours included, needs the link and rkey too (resolve leaves them
+ * unset on fully mapped memory; dynamic windows set them per region, for
+ * peers).  *rc: no route, or our own dynamic memory spread over regions
+ * attached back to back (*split: the message path, as the peers take). */
+static bool cpu_atomic(ompi_osc_ucxx_target_t *t, int *rc)
 {
-    if (!t->path.mapped) return false;
-    if (t->module->state_cpu || t->rank == t->module->rank) return true;
-    if (!t->path.partial && MPI_WIN_FLAVOR_DYNAMIC != t->module->flavor) {
-        t->path.link = ompi_osc_ucxx_link(t->module, t->worker, t->rank);
-        if (NULL == t->path.link) return true;   /* no route: stay on the CPU */
-        t->path.rkey = t->path.link->data_rkey;
+    ompi_osc_ucxx_module_t *module = t->module;
+
+    *rc = OMPI_SUCCESS;
+    if (OSC_UCXX_SINGLE_CPU == module->single_kind) {
+        if (t->path.mapped) return true;
+        *rc = OMPI_ERR_UNREACH;  /* (cannot be: all map all) */
+        return false;
+    }
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        if (t->rank == module->rank) {
+            *rc = ompi_osc_ucxx_dyn_resolve_self(module, t->worker, t->lo, t->hi, &t->path);
+        }
+    } else if (t->path.mapped) {  /* (wholly mapped: no link resolved) */
+        t->path.link = ompi_osc_ucxx_link(module, t->worker, t->rank);
+        if (NULL == t->path.link) *rc = OMPI_ERR_UNREACH;
+        else t->path.rkey = t->path.link->data_rkey;
     }
     return false;
+}
+
+/* The atomics audit: a single element's kind (osc_ucxx_audit.h). */
+static inline void audit_single(ompi_osc_ucxx_module_t *module, int target, uint64_t remote,
+                                unsigned kind)
+{
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_DATA,
+                        remote - module->peers[target].base, kind);
 }
 
 /* n elements, predefined on every side: no layout walk. */
@@ -485,11 +505,21 @@ static int acc_contig(ompi_osc_ucxx_acc_t *a, const void *origin, void *result, 
     if (1 == n && lock_free(a, t->remote)) {
         rc = order_before(a, false);
         if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
-        if (cpu_atomic(t)) {
+        if (cpu_atomic(t, &rc)) {
+            audit_single(t->module, t->rank, t->remote, OSC_UCXX_AUDIT_CPU);
             cpu_element(a, tgt, origin, result);
             return OMPI_SUCCESS;
         }
-        return ucx_element(a, t->remote, origin, result);
+        if (OMPI_SUCCESS != rc) return rc;
+        if (!t->path.split) {
+            audit_single(t->module, t->rank, t->remote, OSC_UCXX_AUDIT_UCX);
+            return ucx_element(a, t->remote, origin, result);
+        }
+        /* (our own element across two attached regions: under the stripes
+         * here, as the peers' messages for it are applied) */
+    }
+    if (1 == n && t->path.mapped) {
+        audit_single(t->module, t->rank, t->remote, OSC_UCXX_AUDIT_STRIPE);
     }
     if (t->path.mapped) {
         rc = order_before(a, false);
@@ -585,8 +615,8 @@ static inline bool fast_allowed(ompi_osc_ucxx_view_t *view, ompi_op_t *op, ompi_
 }
 
 /* The mapped bytes of the access and their exclusion, or NULL; *lockfree:
- * a single element that takes one CPU atomic (acc_single_intrinsic), where
- * every process maps every other (else UCX atomics: the general path). */
+ * a single element that takes one CPU atomic (acc_single_intrinsic, where
+ * the window's kind for them is that; UCX atomics take the general path). */
 static inline __opal_attribute_always_inline__ char *
 fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
             ompi_datatype_t *dt, bool fetch, int target, ptrdiff_t disp, int count,
@@ -611,15 +641,28 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     a->fetch = fetch;
     ompi_osc_ucxx_acc_geometry(a);
     ompi_osc_ucxx_prefault(module, target, p, (size_t) (count - 1) * a->ext + a->width, true);
-    *lockfree = 1 == count && view->acc_single_intrinsic && a->hw &&
-                0 == (peer->base + offset) % a->esize && !module->user_stripes;
-    if (*lockfree && !module->state_cpu) {
+    *lockfree = 1 == count && OSC_UCXX_SINGLE_STRIPES != view->single_kind && a->hw &&
+                0 == (peer->base + offset) % a->esize;
+    if (*lockfree && OSC_UCXX_SINGLE_CPU != view->single_kind) {
         return NULL;
     }
     /* stripes count from the window's base (a dynamic window's: address 0) */
     ompi_osc_ucxx_hold_init(h, state, peer->acc_shift, p - offset,
                             p + (size_t) (count - 1) * a->ext + a->width);
     return p;
+}
+
+/* The atomics audit: a single element of the fast paths, after the fact
+ * (out of line: nothing of it stays live in the paths); a memory-handle
+ * view counts from the handle's base. */
+static __opal_attribute_noinline__ void audit_fast(ompi_osc_ucxx_view_t *view, int target,
+                                                   ptrdiff_t disp, bool lockfree)
+{
+    ompi_osc_ucxx_peer_t *peer = &view->core->peers[target];
+    uint64_t offset = view->memhandle ? view->mh_base + (uint64_t) disp * view->mh_disp_unit
+                                      : peer->base + (uint64_t) disp * peer->disp_unit;
+    audit_single(view->core, target, offset,
+                 lockfree ? OSC_UCXX_AUDIT_CPU : OSC_UCXX_AUDIT_STRIPE);
 }
 
 /* short_target's peer, where its checks are fewest: a peer whose window
@@ -679,13 +722,13 @@ short_target(ompi_osc_ucxx_view_t *view, ompi_op_t *op, ompi_datatype_t *dt, int
     char *p;
 
     if ((size_t) (dt->super.ub - dt->super.lb) != esize ||
-        (size_t) count * esize > max || view->acc_single_intrinsic ||
+        (size_t) count * esize > max || OSC_UCXX_SINGLE_STRIPES != view->single_kind ||
         !fast_allowed(view, op, dt)) {
         return NULL;
     }
     if (OPAL_LIKELY(ompi_datatype_is_contiguous_memory_layout(dt, count)) &&
         NULL != (p = short_whole(module, target, disp, (size_t) count * esize, state, mask))) {
-        return p;
+        return p;  /* (never with the audit on: the path below records) */
     }
     if (NULL == (p = ompi_osc_ucxx_mapped_access(view, true, target, disp, count, dt, count, dt,
                                                  &size)) ||
@@ -695,6 +738,9 @@ short_target(ompi_osc_ucxx_view_t *view, ompi_op_t *op, ompi_datatype_t *dt, int
     /* stripes count from the window's base (a dynamic window's: address 0) */
     off = (uint64_t) disp * module->peers[target].disp_unit;
     *mask = ompi_osc_ucxx_stripe_mask(module->peers[target].acc_shift, off, off + size);
+    if (OPAL_UNLIKELY(ompi_osc_ucxx_audit_on) && 1 == count) {
+        audit_fast(view, target, disp, false);
+    }
     return p;
 }
 
@@ -817,6 +863,9 @@ acc_fast(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
         contig_held(&a, &h, p, no_op ? NULL : origin_addr, fetch ? result_addr : NULL,
                     (size_t) count);
     }
+    if (OPAL_UNLIKELY(ompi_osc_ucxx_audit_on) && 1 == count) {
+        audit_fast(view, target, disp, lockfree);
+    }
     return true;
 }
 
@@ -836,6 +885,7 @@ cas_fast(ompi_osc_ucxx_view_t *view, const void *origin_addr, const void *compar
         return false;
     }
     cas_apply(&a, &h, p, lockfree, origin_addr, compare_addr, result_addr);
+    if (OPAL_UNLIKELY(ompi_osc_ucxx_audit_on)) audit_fast(view, target, disp, lockfree);
     return true;
 }
 
@@ -1045,15 +1095,15 @@ int ompi_osc_ucxx_rget_accumulate(const void *origin_addr, int origin_count,
 /* Compare-and-swap: one atomic under acc_single_intrinsic, else under the
  * exclusion (or by the target), like every accumulate on the element. */
 
-static void cas_mapped(ompi_osc_ucxx_acc_t *a, const void *origin_addr,
+static void cas_mapped(ompi_osc_ucxx_acc_t *a, bool lockfree, const void *origin_addr,
                        const void *compare_addr, void *result_addr)
 {
     ompi_osc_ucxx_target_t *t = a->t;
     ompi_osc_ucxx_hold_t h;
 
     mapped_hold(a, &h);
-    cas_apply(a, &h, (char *) (uintptr_t) (t->remote + t->path.delta), lock_free(a, t->remote),
-              origin_addr, compare_addr, result_addr);
+    cas_apply(a, &h, (char *) (uintptr_t) (t->remote + t->path.delta), lockfree, origin_addr,
+              compare_addr, result_addr);
 }
 
 static int cas(ompi_osc_ucxx_view_t *view, const void *origin_addr, const void *compare_addr,
@@ -1061,6 +1111,7 @@ static int cas(ompi_osc_ucxx_view_t *view, const void *origin_addr, const void *
 {
     ompi_osc_ucxx_target_t t;
     ompi_osc_ucxx_acc_t a = {.t = &t, .op = &ompi_mpi_op_replace.op, .elem = dt, .fetch = true};
+    bool cpu = false;
     int rc;
 
     if (OPAL_UNLIKELY(MPI_PROC_NULL == target)) return ompi_osc_ucxx_proc_null(view);
@@ -1073,19 +1124,25 @@ static int cas(ompi_osc_ucxx_view_t *view, const void *origin_addr, const void *
     ompi_osc_ucxx_acc_geometry(&a);
 
     /* (an element across two attached regions: the target applies it) */
-    if (lock_free(&a, t.remote) && !t.path.split && !cpu_atomic(&t)) {
+    if (lock_free(&a, t.remote) && !t.path.split) {
         uint64_t reply = 0;
-        rc = order_before(&a, false);
-        memcpy(&reply, origin_addr, a.esize);
-        if (OMPI_SUCCESS == rc) {
-            rc = ucx_atomic(&a, UCP_ATOMIC_OP_CSWAP, compare_addr, t.remote, &reply, true);
+        cpu = cpu_atomic(&t, &rc);
+        if (OMPI_SUCCESS != rc) return rc;
+        if (!cpu && !t.path.split) {
+            rc = order_before(&a, false);
+            memcpy(&reply, origin_addr, a.esize);
+            audit_single(t.module, t.rank, t.remote, OSC_UCXX_AUDIT_UCX);
+            if (OMPI_SUCCESS == rc) {
+                rc = ucx_atomic(&a, UCP_ATOMIC_OP_CSWAP, compare_addr, t.remote, &reply, true);
+            }
+            if (OMPI_SUCCESS == rc) memcpy(result_addr, &reply, a.esize);
+            return rc;
         }
-        if (OMPI_SUCCESS == rc) memcpy(result_addr, &reply, a.esize);
-        return rc;
     }
     if (t.path.mapped) {
+        audit_single(t.module, t.rank, t.remote, cpu ? OSC_UCXX_AUDIT_CPU : OSC_UCXX_AUDIT_STRIPE);
         rc = order_before(&a, false);
-        if (OMPI_SUCCESS == rc) cas_mapped(&a, origin_addr, compare_addr, result_addr);
+        if (OMPI_SUCCESS == rc) cas_mapped(&a, cpu, origin_addr, compare_addr, result_addr);
         return rc;
     }
     return acc_unmapped(&a, (void *) origin_addr, 1, dt, compare_addr, result_addr, 1, dt, 1,

@@ -47,7 +47,6 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .yield_after = 256,
     .fence_by_flush = -1,
     .fence_barrier = true,
-    .fence_unshare = true,
     .progress_efd = -1,
     .progress_wake_fd = -1,
 };
@@ -128,18 +127,6 @@ static int component_register(void)
           "process of a window that says false makes all of them use it)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
           &OSC_UCXX.fence_barrier);
-
-    OSC_UCXX.fence_unshare = true;
-    param("fence_unshare",
-          "Where processes are not bound to cores and there are cores for all of them, an "
-          "odd-ranked process whose fence barriers keep finding the peer before it on its "
-          "own core (64 in a row, twice as many after each move; each publishes its core) "
-          "moves itself to another core it "
-          "may run on by narrowing and restoring its affinity: the scheduler does not "
-          "separate two processes that hand a core to each other every microsecond (~2 us "
-          "a fence instead of ~0.15)",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-          &OSC_UCXX.fence_unshare);
 
     OSC_UCXX.max_rails = 1;
     param("max_rails",
@@ -356,6 +343,7 @@ static int component_open(void)
 {
     OSC_UCXX.output = opal_output_open(NULL);
     opal_output_set_verbosity(OSC_UCXX.output, OSC_UCXX.verbose);
+    ompi_osc_ucxx_audit_init();
 #ifdef OSC_UCXX_HELPDIR
     (void) opal_show_help_add_dir(OSC_UCXX_HELPDIR);
 #endif

@@ -10,7 +10,7 @@
  * caches, per (worker, window, target), the regions it has used with their
  * unpacked rkeys, and the generation they belong to.  Each operation reads
  * the target's generation (a plain load where the state segment is mapped,
- * one atomic otherwise) and drops the cache when it changed, so memory that
+ * a UCX get otherwise) and drops the cache when it changed, so memory that
  * was detached is never reached through a stale registration: the lookup
  * that follows fails with MPI_ERR_RMA_RANGE.  A region the cache lacks is
  * asked for with one active message (never the whole table).  A cache has
@@ -512,5 +512,55 @@ int ompi_osc_ucxx_dyn_piece(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker
     *end = hi;
     if (spans && entry->base + entry->len < hi) *end = entry->base + entry->len;
     entry_path(module, target, path->link->dyn, entry, path);
+    return OMPI_SUCCESS;
+}
+
+/* Our own regions through our link to ourselves, for the single elements
+ * of windows that take UCX atomics (osc_ucxx_policy.c): ours take them too,
+ * with the rkey of the region that holds them, cached with the link as a
+ * peer's regions are; path->split where regions attached back to back hold
+ * them (the peers send those as messages). */
+int ompi_osc_ucxx_dyn_resolve_self(ompi_osc_ucxx_module_t *module,
+                                   ompi_osc_ucxx_worker_t *worker, uint64_t lo, uint64_t hi,
+                                   ompi_osc_ucxx_path_t *path)
+{
+    ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_link(module, worker, module->rank);
+    uint64_t gen = ompi_osc_ucxx_state_gen_local(module);
+    dynentry_t *entry, fresh;
+    int i, rc = OMPI_SUCCESS;
+
+    if (NULL == link) return OMPI_ERR_UNREACH;
+    path->link = link;
+    path->split = false;
+    if (NULL == link->dyn) {
+        link->dyn = calloc(1, sizeof(*link->dyn));  /* (no hot range: gen_word NULL) */
+        if (NULL == link->dyn) return OMPI_ERR_OUT_OF_RESOURCE;
+        cache_clear(link->dyn, gen);
+    }
+    if (gen != link->dyn->gen) cache_clear(link->dyn, gen);
+    entry = cache_find(link->dyn, lo, hi);
+    if (NULL == entry) {
+        memset(&fresh, 0, sizeof(fresh));
+        OSC_UCXX_LOCK(&module->dyn_lock);
+        i = region_find(module, lo, hi);
+        if (i < 0) {
+            path->split = covered_to(module, lo, hi) >= hi;
+            rc = path->split ? OMPI_SUCCESS : OMPI_ERR_RMA_RANGE;
+        } else {
+            fresh.base = module->regions[i].base;
+            fresh.len = module->regions[i].len;
+            if (UCS_OK != ucp_ep_rkey_unpack(link->ep, module->regions[i].rkey, &fresh.rkey)) {
+                rc = OMPI_ERROR;
+            }
+        }
+        OSC_UCXX_UNLOCK(&module->dyn_lock);
+        if (OMPI_SUCCESS != rc || path->split) return rc;
+        entry = cache_add(link->dyn, &fresh);
+        if (NULL == entry) {
+            ucp_rkey_destroy(fresh.rkey);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    path->rkey = entry->rkey;
     return OMPI_SUCCESS;
 }

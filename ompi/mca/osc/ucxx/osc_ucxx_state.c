@@ -5,16 +5,19 @@
  * The state segment (layout: ompi_osc_ucxx_state_t in osc_ucxx_types.h):
  * every read-modify-write of one of its words, ours or a peer's, is here.
  *
- * Atomics policy.  A CPU atomic and a UCX atomic on the same word are not
- * atomic with respect to each other where UCX uses device atomics (the
- * default on InfiniBand/RoCE): a NIC's fetch-and-add can overwrite a CPU
- * store made between its read and its write.  So each word is changed by one
- * kind only:
+ * Atomics policy (osc_ucxx_policy.c, docs/atomics.md).  A CPU atomic and a
+ * UCX atomic on the same word are not atomic with respect to each other
+ * where UCX uses device atomics (the default on InfiniBand/RoCE): a NIC's
+ * fetch-and-add can overwrite a CPU store made between its read and its
+ * write.  So each word is changed by one kind only, the same on every
+ * process (agreed at creation):
  *   - lock, fence, dyn_gen, complete: CPU atomics where every process of the
- *     window maps every other's state segment (module->state_cpu, decided
- *     at creation, the same on every process); UCX atomics for everybody
- *     otherwise, the owner included (through its link to itself).  Plain
- *     loads of a word are fine either way.
+ *     window maps every other's state segment (module->state_cpu); UCX
+ *     atomics for everybody otherwise, the owner included (through its link
+ *     to itself).  Never one kind for some targets and the other for the
+ *     rest.  Plain loads of a word are fine either way; a peer's word that
+ *     is not mapped here is read with a UCX get, never with a fetching add
+ *     of 0 (a read-modify-write), and wait loops read.
  *   - acc_all, acc_locks: CPU only.  Only processes that map the window
  *     memory take them (the origin of an accumulate on mapped memory, or the
  *     target applying an accumulate message); others send their accumulates
@@ -26,6 +29,8 @@
  *   - am_exec: CPU only.  The owner takes it to run a user active message's
  *     handler, and so do origins that map the target (origin-side
  *     execution); others send their AMs to the owner.
+ * With the atomics audit on (osc_ucxx_audit.c), every change of a word is
+ * recorded with its kind.
  *
  * Lock word protocol: readers count in the low 32 bits, writers in the high
  * 32.  Every step is an atomic add, release included, never a swap, so a
@@ -43,21 +48,6 @@
 #include "opal/util/proc.h"
 
 #include "osc_ucxx_state.h"
-
-/* Do all peers map our state segment (so that they can tell us when they
- * need serving), and is every state word therefore reached by CPU?  A peer
- * off the node, or a neighbour UCX cannot map, means no (same transports
- * everywhere), and every process reaches the same verdict. */
-bool ompi_osc_ucxx_state_policy(ompi_osc_ucxx_module_t *module)
-{
-    int neighbour = (module->rank + 1) % module->size;
-
-    if (!ompi_osc_ucxx_all_on_node(module)) {
-        return false;
-    }
-    return module->size == 1 ||
-           (OSC_UCXX.use_direct && NULL != ompi_osc_ucxx_direct_state(module, neighbour));
-}
 
 /* ------------------------------------------------------------------------- */
 /* Words under the policy */
@@ -109,19 +99,48 @@ static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
     return rc;
 }
 
+/* The policy's kind for every target alike: with CPU state words every
+ * process maps every other's segment (the agreement checked it). */
 static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_atomic_op_t op,
                uint64_t value, uint64_t compare, uint64_t *result)
 {
-    char *state = ompi_osc_ucxx_cpu_state(module, target);
-    if (OPAL_LIKELY(NULL != state)) {
-        uint64_t reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
+    if (OPAL_LIKELY(module->state_cpu)) {
+        char *state = (char *) ompi_osc_ucxx_direct_state(module, target);
+        uint64_t reply;
+        if (OPAL_UNLIKELY(NULL == state)) return OMPI_ERR_UNREACH;
+        reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
+        ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, offset, OSC_UCXX_AUDIT_CPU);
         if (NULL != result) *result = reply;
         return OMPI_SUCCESS;
     }
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, offset, OSC_UCXX_AUDIT_UCX);
     return ucx_amo(module, target, offset, op, value, compare, result);
 }
 
-/* A peer's word: a load where it is mapped, else a fetching add of 0. */
+/* A peer's word read through UCX: a get, which changes nothing (a fetching
+ * add of 0 is a read-modify-write: done by a NIC, it can undo a CPU update
+ * made between its read and its write). */
+static int ucx_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, uint64_t *value)
+{
+    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
+    ompi_osc_ucxx_link_t *link = NULL == worker ? NULL
+                                                : ompi_osc_ucxx_link(module, worker, target);
+    ucp_request_param_t param;
+    int rc;
+
+    if (NULL == link) {
+        return OMPI_ERR_UNREACH;
+    }
+    param.op_attr_mask = 0;
+    rc = ompi_osc_ucxx_wait_request(worker,
+                                    ucp_get_nbx(link->ep, value, sizeof(*value),
+                                                module->peers[target].state + offset,
+                                                link->state_rkey, &param));
+    opal_atomic_rmb();
+    return rc;
+}
+
+/* A word of `target`'s (ours too): a load where it is mapped, else a get. */
 static int word_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, uint64_t *value)
 {
     char *state = (char *) ompi_osc_ucxx_direct_state(module, target);
@@ -129,7 +148,7 @@ static int word_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, 
         *value = __atomic_load_n((volatile uint64_t *) (state + offset), __ATOMIC_ACQUIRE);
         return OMPI_SUCCESS;
     }
-    return ucx_amo(module, target, offset, UCP_ATOMIC_OP_ADD, 0, 0, value);
+    return ucx_read(module, target, offset, value);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -140,14 +159,15 @@ static int lock_add(ompi_osc_ucxx_module_t *module, int target, uint64_t delta, 
     return amo(module, target, OSC_UCXX_STATE(lock), UCP_ATOMIC_OP_ADD, delta, 0, old);
 }
 
-/* Wait until no writer holds or claims the lock word. */
+/* Wait until no writer holds or claims the lock word (reading it: polls
+ * that changed it would contend with the holder's release). */
 static int lock_wait_no_writer(ompi_osc_ucxx_module_t *module, int target)
 {
     uint64_t word;
     int rc;
     do {
         opal_progress();  /* whoever holds it may need us to serve them */
-        rc = lock_add(module, target, 0, &word);
+        rc = word_read(module, target, OSC_UCXX_STATE(lock), &word);
     } while (OMPI_SUCCESS == rc && (word >> 32) != 0);
     return rc;
 }
@@ -170,7 +190,7 @@ int ompi_osc_ucxx_state_lock_wait(ompi_osc_ucxx_module_t *module, int target, in
     }
     while (MPI_LOCK_EXCLUSIVE == type && 0 != (old & OSC_UCXX_LOCK_READERS)) {
         opal_progress();
-        rc = lock_add(module, target, 0, &old);
+        rc = word_read(module, target, OSC_UCXX_STATE(lock), &old);
         if (OMPI_SUCCESS != rc) return rc;
     }
     return OMPI_SUCCESS;
@@ -271,60 +291,23 @@ int ompi_osc_ucxx_state_fence_publish(ompi_osc_ucxx_module_t *module, uint64_t c
 {
     if (module->state_cpu) {
         __atomic_store_n(&module->state->fence.value, count, __ATOMIC_RELEASE);
+        ompi_osc_ucxx_audit(module, module->rank, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(fence),
+                            OSC_UCXX_AUDIT_CPU);
         return OMPI_SUCCESS;
     }
     opal_atomic_wmb();
-    return ucx_amo(module, module->rank, OSC_UCXX_STATE(fence), UCP_ATOMIC_OP_SWAP, count, 0,
-                   NULL);
+    return amo(module, module->rank, OSC_UCXX_STATE(fence), UCP_ATOMIC_OP_SWAP, count, 0, NULL);
 }
 
 int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, uint64_t *count)
 {
-    if (module->state_cpu || target != module->rank) {
-        return word_read(module, target, OSC_UCXX_STATE(fence), count);
-    }
-    *count = __atomic_load_n(&module->state->fence.value, __ATOMIC_ACQUIRE);
-    return OMPI_SUCCESS;
-}
-
-/* Two processes of a window that share a core, with another core free for
- * one of them (nobody bound them; the scheduler put them there, e.g. while
- * a third program ran): each barrier then hands the core over and back
- * (~2 us a fence instead of ~0.15), and the scheduler never separates them,
- * because tasks that ran within the last 0.5 ms are "cache hot" and are not
- * migrated.  So after 64 barriers in a row (at first) with the process that
- * writes our first slot on our core (each publishes its core), the odd rank
- * of a pair moves itself: narrowing its affinity to the other cores it may
- * use makes the kernel move it at once, and restoring the mask leaves it
- * there.
- * Seen with a busy loop running beside RMA-MT's 1-thread fence pattern:
- * ~1.9 us a fence in 3 runs of 4 unbound, 0.14-0.15 bound to cores.
- * Where threads outnumber the cores the pair meets again soon and a move
- * (two affinity calls and a migration, tens of us) buys little, so each
- * move doubles the streak the next one needs. */
-static void leave_shared_core(ompi_osc_ucxx_module_t *module, int cpu)
-{
-    cpu_set_t mine, others;
-
-    module->shared_core_streak = 0;
-    /* (our cores now: the affinity may have changed since the last time) */
-    if (!OSC_UCXX.fence_unshare || 0 == module->rank % 2 ||
-        0 != sched_getaffinity(0, sizeof(mine), &mine) || !CPU_ISSET(cpu, &mine) ||
-        CPU_COUNT(&mine) < 2 || CPU_COUNT(&mine) < opal_process_info.num_local_peers + 1) {
-        return;
-    }
-    others = mine;
-    CPU_CLR(cpu, &others);
-    if (0 == sched_setaffinity(0, sizeof(others), &others)) {
-        (void) sched_setaffinity(0, sizeof(mine), &mine);
-        if (module->unshare_after < (1 << 20)) module->unshare_after *= 2;
-        OSC_UCXX_VERBOSE(10, "window %u: fence barriers kept waiting for a peer on core %d: "
-                         "moved to core %d", module->cid, cpu, sched_getcpu());
-    }
+    return word_read(module, target, OSC_UCXX_STATE(fence), count);
 }
 
 /* Did `writer` enter its last barrier on the core we entered this one on?
- * (One line that changes only when its owner moves: a cache hit.) */
+ * Each process publishes its core in its state segment at every barrier
+ * (one line that changes only when its owner moves: a cache hit).  Only
+ * to wait better: nothing changes where a process runs. */
 static bool on_my_core(ompi_osc_ucxx_module_t *module, int writer, int cpu)
 {
     ompi_osc_ucxx_state_t *from = ompi_osc_ucxx_direct_state(module, writer);
@@ -362,14 +345,13 @@ bool ompi_osc_ucxx_crowded(void)
 
 /* Polls before a barrier wait for `writer` starts to yield the core.  Soon
  * (a 16th of osc_ucxx_yield_after) where the writer may need our core: it
- * entered its last barrier on the core we are on, or the node has more
- * processes than cores, or we cannot tell (osc_ucxx_fence_unshare off: no
- * process publishes its core); there a handoff took ~9 us a fence with
- * 256 polls before the first yield and ~2 us with 16.  Else after the
- * whole osc_ucxx_yield_after: the writer runs on a core of its own and is
- * merely late, and a sched_yield (a system call that returns when the
- * kernel is done with it) only delays our noticing it: OSU's fence
- * latency pattern, 32-64 KiB puts, lost ~0.1 us a fence to yields. */
+ * entered its last barrier on the core we are on (two processes the
+ * scheduler left on one core hand it over at every barrier: the sooner the
+ * waiter yields, the sooner the writer runs), or the node has more
+ * processes than cores, or we cannot tell.  Else after the whole
+ * osc_ucxx_yield_after: the writer runs on a core of its own and is merely
+ * late, and a sched_yield (a system call that returns when the kernel is
+ * done with it) only delays our noticing it. */
 static int barrier_patience(ompi_osc_ucxx_module_t *module, int writer, int cpu)
 {
     if (cpu < 0 || module->crowded || NULL == ompi_osc_ucxx_direct_state(module, writer) ||
@@ -399,30 +381,23 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
 {
     uint64_t seq = ++module->barrier_seq;
     int size = module->size;
-    int cpu = OSC_UCXX.fence_unshare ? sched_getcpu() : -1;
+    int cpu = sched_getcpu();
 
     if (cpu >= 0 && (uint64_t) cpu != module->state->cpu.value) module->state->cpu.value = cpu;
     for (int k = 0, dist = 1; dist < size; ++k, dist <<= 1) {
         int peer = (module->rank + dist) % size, spins = 0, yield_after;
         ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module, peer);
-        if (OPAL_LIKELY(NULL != to)) {
-            __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
-        } else {  /* (state_cpu judged by one neighbour: as amo() does) */
-            int rc = ucx_amo(module, peer, OSC_UCXX_STATE(barrier[k]), UCP_ATOMIC_OP_SWAP, seq,
-                             0, NULL);
-            if (OMPI_SUCCESS != rc) return rc;
+        if (OPAL_UNLIKELY(NULL == to)) {
+            return OMPI_ERR_UNREACH;  /* (fence_by_state: every process maps every other) */
         }
+        __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
+        ompi_osc_ucxx_audit(module, peer, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(barrier) + k * sizeof(uint64_t),
+                            OSC_UCXX_AUDIT_CPU);
         yield_after = barrier_patience(module, (module->rank - dist + size) % size, cpu);
         while (__atomic_load_n(&module->state->barrier[k], __ATOMIC_ACQUIRE) < seq) {
             opal_progress();
             if (OSC_UCXX.yield_after > 0 && ++spins >= yield_after) sched_yield();
         }
-    }
-    module->shared_core_streak =
-        on_my_core(module, (module->rank - 1 + size) % size, cpu) ? module->shared_core_streak + 1
-                                                                  : 0;
-    if (module->shared_core_streak >= module->unshare_after) {
-        leave_shared_core(module, cpu);
     }
     return OMPI_SUCCESS;
 }
@@ -443,6 +418,8 @@ int ompi_osc_ucxx_state_post(ompi_osc_ucxx_module_t *module, int origin)
 {
     ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(module, origin);
     __atomic_fetch_add(&state->posts[module->rank], 1, __ATOMIC_ACQ_REL);
+    ompi_osc_ucxx_audit(module, origin, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(posts) + module->rank * sizeof(uint64_t),
+                        OSC_UCXX_AUDIT_CPU);
     return OMPI_SUCCESS;
 }
 
@@ -512,6 +489,8 @@ void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int6
     state = ompi_osc_ucxx_direct_state(module, target);
     if (NULL != state) {
         __atomic_fetch_add(&state->serve.value, delta, __ATOMIC_ACQ_REL);
+        ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(serve),
+                            OSC_UCXX_AUDIT_CPU);
     }
 }
 

@@ -10,14 +10,18 @@
 #define OMPI_OSC_UCXX_STATE_H
 
 #include "osc_ucxx_target.h"
+#include "osc_ucxx_audit.h"
 
 BEGIN_C_DECLS
 
-/* Decided once per window, the same on every process (window.c). */
-bool ompi_osc_ucxx_state_policy(ompi_osc_ucxx_module_t *module);
+/* The atomics policy (state_cpu, single_kind, fence_by_state), agreed by
+ * every process at window creation, after the exchange: collective where
+ * the window's ranks share a node (osc_ucxx_policy.c). */
+int ompi_osc_ucxx_policy_agree(ompi_osc_ucxx_module_t *module);
 
-/* `target`'s state segment where its words change by CPU atomics (mapped
- * here, and every process maps every other), else NULL: UCX atomics. */
+/* `target`'s state segment where its words change by CPU atomics (the
+ * policy says so, and then every process maps every other's), else NULL:
+ * UCX atomics. */
 static inline char *ompi_osc_ucxx_cpu_state(ompi_osc_ucxx_module_t *module, int target)
 {
     return module->state_cpu ? (char *) ompi_osc_ucxx_direct_state(module, target) : NULL;
@@ -38,6 +42,8 @@ static inline int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int t
     if (OPAL_LIKELY(NULL != state)) {
         volatile uint64_t *word = (volatile uint64_t *) (state + OSC_UCXX_STATE(lock));
         uint64_t expected = 0;
+        ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
+                            OSC_UCXX_AUDIT_CPU);
         if (MPI_LOCK_EXCLUSIVE == type) {
             if (__atomic_compare_exchange_n(word, &expected, OSC_UCXX_LOCK_EXCL, false,
                                             __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
@@ -56,6 +62,8 @@ static inline int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int
 {
     char *state = ompi_osc_ucxx_cpu_state(module, target);
     if (OPAL_LIKELY(NULL != state)) {
+        ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
+                            OSC_UCXX_AUDIT_CPU);
         (void) __atomic_fetch_sub((volatile uint64_t *) (state + OSC_UCXX_STATE(lock)),
                                   MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_LOCK_EXCL : 1,
                                   __ATOMIC_ACQ_REL);

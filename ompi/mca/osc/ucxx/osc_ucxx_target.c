@@ -297,7 +297,10 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
                      peer->direct_data ? "mapped" : peer->cma ? "by cross-memory attach"
                                                               : "through UCX",
                      peer->direct_state ? "mapped" : "through UCX");
-    peer->whole = target != module->rank && MPI_WIN_FLAVOR_DYNAMIC != module->flavor &&
+    /* (the atomics audit records accumulates on the mapped path, not on the
+     * shortcut `whole` opens: osc_ucxx_accumulate.c's short_target) */
+    peer->whole = !ompi_osc_ucxx_audit_on && target != module->rank &&
+                  MPI_WIN_FLAVOR_DYNAMIC != module->flavor &&
                   NULL != peer->direct_data && NULL != peer->direct_state &&
                   0 == peer->direct_lo && UINT64_MAX == peer->direct_hi;
     opal_atomic_wmb();

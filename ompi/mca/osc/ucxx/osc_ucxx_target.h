@@ -159,6 +159,11 @@ void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module);
 /* Dynamic windows: the path to [lo, hi) at the target (osc_ucxx_dynamic.c) */
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                               int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path);
+/* Our own regions through our link to ourselves (their rkeys), where single
+ * elements take UCX atomics (osc_ucxx_accumulate.c) */
+int ompi_osc_ucxx_dyn_resolve_self(ompi_osc_ucxx_module_t *module,
+                                   ompi_osc_ucxx_worker_t *worker, uint64_t lo, uint64_t hi,
+                                   ompi_osc_ucxx_path_t *path);
 /* A split access (path->split): the path to the bytes at lo, and where the
  * region holding them ends (*end, at most hi). */
 int ompi_osc_ucxx_dyn_piece(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,

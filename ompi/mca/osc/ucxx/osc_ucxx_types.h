@@ -74,6 +74,7 @@ typedef struct ompi_osc_ucxx_request_t ompi_osc_ucxx_request_t;   /* request.h *
 typedef struct ompi_osc_ucxx_shseg_t ompi_osc_ucxx_shseg_t;       /* share.h */
 typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam.c */
 typedef struct ompi_osc_ucxx_shared_comm_t ompi_osc_ucxx_shared_comm_t;  /* wcomm.c */
+typedef struct ompi_osc_ucxx_audit_t ompi_osc_ucxx_audit_t;       /* audit.c */
 
 /* ------------------------------------------------------------------------- */
 /* Component                                                                 */
@@ -92,8 +93,6 @@ typedef struct ompi_osc_ucxx_component_t {
     int yield_after;          /* wait loops: empty polls before they start to yield */
     int fence_by_flush;       /* ordering by endpoint flush: 1, 0, -1 auto (fence_link) */
     bool fence_barrier;       /* fences synchronize through state segments where they can */
-    bool fence_unshare;       /* ... and a process that keeps meeting its peer on its own
-                               * core moves itself off it */
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
@@ -132,6 +131,8 @@ typedef struct ompi_osc_ucxx_component_t {
     bool mt;                  /* several threads may be inside the component */
     ucs_thread_mode_t thread_mode;
     bool order_by_flush;      /* order by endpoint flush, not ucp_worker_fence (fence_link) */
+    bool device_atomics;      /* UCX may apply our atomics with a device, not the CPU
+                               * (osc_ucxx_worker.c; the atomics policy, docs/atomics.md) */
 
     /* Created on the first window, destroyed at finalize */
     ucp_context_h context;

@@ -80,10 +80,10 @@ typedef struct {
     uint32_t addr_len;
     int32_t need_addrs;   /* some peer's worker address is new to this process */
     int32_t cma_pid;      /* its pid, for cross-memory attach (osc_ucxx_cma.c) */
-    uint32_t near;        /* some other rank of the window is on its node */
     uint32_t am_sysbuf;   /* active-message staging it keeps per origin */
     uint32_t acc_shift;   /* its accumulate stripe block, log2 */
     uint32_t fence_barrier;  /* osc_ucxx_fence_barrier: all must agree to use it */
+    uint32_t ucx_modes;      /* how UCX applies its atomics (OSC_UCXX_MODES_*) */
     uint32_t data_serial, state_serial;  /* its allocations' numbers (rkeys kept by them) */
     int32_t status;       /* its setup failed (an OMPI error code): everyone gives up */
 } wire_info_t;
@@ -200,11 +200,14 @@ static OMPI_OSC_UCXX_INFO_CB(info_order)
     return view->ordered ? "true" : "false";
 }
 
+/* The promise changes something where the window's single elements do not
+ * take the stripes anyway (its agreed kind, osc_ucxx_policy.c). */
 static OMPI_OSC_UCXX_INFO_CB(info_single_intrinsic)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
-    view->acc_single_intrinsic = (NULL != value && opal_str_to_bool(value));
-    return view->acc_single_intrinsic ? "true" : "false";
+    bool promised = NULL != value && opal_str_to_bool(value);
+    view->single_kind = promised ? view->core->single_kind : OSC_UCXX_SINGLE_STRIPES;
+    return promised ? "true" : "false";
 }
 
 /* Active-message keys (osc_ucxx_uam.c): ordering and pipeline unit per
@@ -338,23 +341,6 @@ static int pack_rkey(ucp_mem_h memh, void **buf, size_t *len)
 /* The collective exchange: window layout, rkeys, and worker addresses of
  * peers some member has not met yet. */
 
-/* Is another rank of the window on our node?  (Procs on our node always
- * exist; one not made yet is elsewhere, and stays unmade.) */
-static bool some_peer_near(ompi_osc_ucxx_module_t *module)
-{
-    if (0 == opal_process_info.num_local_peers) {
-        return false;
-    }
-    for (int i = 0; i < module->size; ++i) {
-        ompi_proc_t *proc = ompi_group_peer_lookup_existing(module->comm->c_remote_group, i);
-        if (i != module->rank && NULL != proc &&
-            OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
-            return true;
-        }
-    }
-    return false;
-}
-
 static bool all_addrs_known(ompi_communicator_t *comm)
 {
     for (int i = 0; i < ompi_comm_size(comm); ++i) {
@@ -399,10 +385,10 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     mine.addr_len = addr_len;
     mine.need_addrs = !all_addrs_known(comm);
     ompi_osc_ucxx_cma_self(&mine.cma_pid, &mine.cma_ident);
-    mine.near = some_peer_near(module);
     mine.am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
     mine.acc_shift = module->acc_shift;
     mine.fence_barrier = OSC_UCXX.fence_barrier;
+    mine.ucx_modes = OSC_UCXX.device_atomics ? OSC_UCXX_MODES_DEVICE : OSC_UCXX_MODES_CPU;
     mine.data_serial = module->data_serial;
     mine.state_serial = module->state_serial;
 
@@ -419,11 +405,11 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
         goto out;
     }
     module->fence_by_state = true;
-    module->user_stripes = false;
+    module->ucx_modes = 0;
     for (int i = 0; i < size; ++i) {
         any_need |= (0 != all[i].need_addrs);
         module->fence_by_state &= (0 != all[i].fence_barrier);
-        module->user_stripes |= (0 != all[i].near);
+        module->ucx_modes |= (uint8_t) all[i].ucx_modes;
         if (OMPI_SUCCESS == rc && OMPI_SUCCESS != all[i].status) {
             rc = i == module->rank ? local_rc : all[i].status;
             OSC_UCXX_VERBOSE(10, "window creation: rank %d failed (%d), so does this one", i,
@@ -433,11 +419,6 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     if (OMPI_SUCCESS != rc) {
         goto out;
     }
-    /* Peers on the node may reach user memory by cross-memory attach, whose
-     * accumulates are stripe read-modify-writes: every process then takes
-     * the stripes on it (osc_ucxx_accumulate.c), whatever it reaches. */
-    module->user_stripes &= MPI_WIN_FLAVOR_CREATE == module->flavor ||
-                            MPI_WIN_FLAVOR_DYNAMIC == module->flavor;
     /* Everyone sees the same flags, so everyone agrees on what is sent. */
     for (int i = 0; i < size; ++i) {
         counts[i] = all[i].data_rkey_len + all[i].state_rkey_len +
@@ -537,6 +518,7 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
                                module->state_serial);
     }
     ompi_osc_ucxx_wcomm_put(module);
+    ompi_osc_ucxx_audit_release(module);
     if (NULL != module->access) OBJ_RELEASE(module->access);
     for (int i = 0; NULL != module->peers && i < module->size; ++i) {
         free(module->peers[i].prefaulted);
@@ -723,7 +705,6 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->same_size = info_flag(info, "same_size");
     module->same_disp_unit = info_flag(info, "same_disp_unit");
     module->acc_shift = granularity_shift(info);
-    module->unshare_after = 64;  /* (osc_ucxx_state.c: fences on a shared core) */
     module->crowded = ompi_osc_ucxx_crowded();
     read_am_keys(module, info);
 
@@ -761,6 +742,9 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
      * size): the exchange carries it, so that every process fails together
      * and none waits in a collective for a peer that gave up. */
     rc = exchange(module, rc);
+    /* The atomics policy, fence barrier included, agreed by all: the
+     * exchange's last step (collective where the ranks share a node). */
+    if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_policy_agree(module);
     if (OMPI_SUCCESS != rc) goto fail_registered;
 
     view = ompi_osc_ucxx_view_new(module, true);
@@ -772,11 +756,8 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     *model = MPI_WIN_UNIFIED;
     ompi_osc_ucxx_subscribe_info(win);
 
-    /* Can peers reach us one-sidedly?  Not into user memory; and if a
-     * neighbour cannot be mapped, assume no peer can (same transports).
-     * The same verdict decides the atomics policy for state words. */
-    module->state_cpu = ompi_osc_ucxx_state_policy(module);
-    module->fence_by_state = module->fence_by_state && module->state_cpu;
+    /* Where some process cannot map our state, our synchronization calls
+     * always serve peers. */
     module->serve_always = !module->state_cpu;
     module->serve = module->serve_always || MPI_WIN_FLAVOR_DYNAMIC == flavor ||
                     ((MPI_WIN_FLAVOR_CREATE == flavor || MPI_WIN_FLAVOR_SHARED == flavor) &&
@@ -841,6 +822,8 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win)
         return rc;
     }
     if (view->original) {
+        rc = ompi_osc_ucxx_audit_check(module);   /* (a test mode: osc_ucxx_audit.c) */
+        if (OMPI_SUCCESS != rc) return rc;
         rc = ompi_osc_ucxx_wcomm_close(module);  /* (the closing barrier) */
         module->original_freed = true;
     }

@@ -19,6 +19,19 @@
 
 BEGIN_C_DECLS
 
+/* How single elements of acc_single_intrinsic handles change window memory:
+ * one kind per window, agreed at creation (osc_ucxx_policy.c). */
+enum {
+    OSC_UCXX_SINGLE_STRIPES,  /* under the stripe locks, as every other accumulate */
+    OSC_UCXX_SINGLE_CPU,      /* one lock-free CPU atomic (all map all memory) */
+    OSC_UCXX_SINGLE_UCX       /* one UCX atomic, by every process, the owner too */
+};
+
+/* The UCX atomics of the processes of a window (creation exchange):
+ * applied by a device somewhere, by the CPU somewhere. */
+#define OSC_UCXX_MODES_DEVICE 0x1
+#define OSC_UCXX_MODES_CPU    0x2
+
 /* The core, an OPAL object: its destructor takes down everything it holds
  * (ompi_osc_ucxx_module_release drops the last reference). */
 struct ompi_osc_ucxx_module_t {
@@ -65,15 +78,16 @@ struct ompi_osc_ucxx_module_t {
      * only while our state's serve word is not zero (ompi_osc_ucxx_serve). */
     bool serve;
     bool serve_always;
-    /* Atomics policy for state words (osc_ucxx_state.c): CPU atomics only
-     * where every process of the window reaches every state word by CPU. */
+    /* Atomics policy (osc_ucxx_policy.c, docs/atomics.md), agreed by every
+     * process at creation and the same on all: state words by CPU atomics
+     * only where every process maps every other's state segment, else by
+     * UCX atomics for everybody (the owner through its link to itself);
+     * single elements of acc_single_intrinsic handles by the kind
+     * single_kind names (OSC_UCXX_SINGLE_*). */
     bool state_cpu;
-    /* Every accumulate-family operation on this window's memory takes the
-     * stripes, acc_single_intrinsic singles included (no lock-free CPU or
-     * UCX atomic): user memory (create, dynamic) with ranks sharing a node,
-     * where peers may apply them by cross-memory attach.  The same on every
-     * process (the creation exchange). */
-    bool user_stripes;
+    uint8_t single_kind;
+    uint8_t ucx_modes;              /* OSC_UCXX_MODES_* of the processes (exchange) */
+    ompi_osc_ucxx_audit_t *audit;   /* the atomics audit's records, if on */
 
     /* Info keys */
     uint32_t acc_shift;      /* mpi_accumulate_granularity, as log2 of a stripe block */
@@ -103,11 +117,9 @@ struct ompi_osc_ucxx_module_t {
     bool fence_open;                /* the last fence had no NOSUCCEED */
     uint64_t fence_count;           /* fences called */
     bool fence_by_state;            /* fences synchronize through state segments:
-                                     * every process maps every other's (state_cpu)
-                                     * and none switched it off */
+                                     * state_cpu, and no process switched it off
+                                     * (agreed at creation) */
     uint64_t barrier_seq;           /* fence barriers through state segments so far */
-    int shared_core_streak;         /* ... in a row that found the peer on our core */
-    int unshare_after;              /* streak that moves us (doubles after each move) */
     bool crowded;                   /* more processes here than cores (ompi_osc_ucxx_crowded) */
     volatile bool exposed;          /* PSCW: between post and wait/test */
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
@@ -139,7 +151,9 @@ struct ompi_osc_ucxx_view_t {
     bool ordered;            /* mpi_win_order=true */
     bool acc_ordered;        /* accumulate_ordering is not "none" */
     bool assert_intrinsic;   /* mpi_assert_accumulate_intrinsic=true */
-    bool acc_single_intrinsic;
+    uint8_t single_kind;     /* how its single elements change memory: the window's
+                              * kind (core->single_kind) where acc_single_intrinsic
+                              * is true, else OSC_UCXX_SINGLE_STRIPES */
     uint8_t am_order;        /* am_ordering: OSC_UCXX_AM_ORDER_* bits */
     int am_unit;             /* am_pipeline_unit (0: auto) */
     /* Memory-handle windows: one target, displacements from the handle's base */

@@ -208,6 +208,67 @@ static bool fence_is_strong(const ucp_config_t *config)
     return strong;
 }
 
+/* Would UCX apply this process's atomics with a device (a NIC), which is
+ * not atomic with the CPU's?  By UCX 1.13's own rule (ucp_worker.c,
+ * ucp_worker_init_atomic_tls): UCX_ATOMIC_MODE=cpu never; device, or guess
+ * where some transport has device atomics, on the transports the worker
+ * lists for atomics.  Those are UCX's shared-memory and self transports in
+ * cpu mode, and in device mode the chosen device's: so any other name in
+ * the list (rc_mlx5, dc_mlx5, ...) says device atomics.  An RDMA device
+ * with PCIe atomics (CPU-coherent) counts as device too: a safe answer.
+ * Unknown: device.  (docs/atomics.md) */
+static bool cpu_coherent_tl(const char *name, size_t len)
+{
+    static const char *const tls[] = {"self", "sysv", "posix", "xpmem", "cma", "knem"};
+    for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); ++i) {
+        if (strlen(tls[i]) == len && 0 == strncmp(name, tls[i], len)) return true;
+    }
+    return false;
+}
+
+static bool atomic_mode_cpu(const ucp_config_t *config)
+{
+    char *text = NULL, mode[16];
+    size_t len = 0;
+    bool cpu = false;
+    FILE *f = open_memstream(&text, &len);
+
+    if (NULL == f) return false;
+    ucp_config_print(config, f, NULL, UCS_CONFIG_PRINT_CONFIG);
+    fclose(f);
+    cpu = NULL != text && NULL != config_value(text, "UCX_ATOMIC_MODE", mode, sizeof(mode)) &&
+          0 == strcmp(mode, "cpu");
+    free(text);
+    return cpu;
+}
+
+static bool worker_device_atomics(ucp_worker_h worker)
+{
+    char *text = NULL, *line;
+    size_t len = 0;
+    bool device = true;
+    FILE *f = open_memstream(&text, &len);
+
+    if (NULL == f) return true;
+    ucp_worker_print_info(worker, f);
+    fclose(f);
+    line = NULL == text ? NULL : strstr(text, "atomics:");
+    if (NULL != line) {
+        /* "atomics: 0:self/memory0, 3:sysv/memory, 4:posix/memory": each
+         * entry is index:transport/device */
+        char *save = NULL, *entry;
+        line[strcspn(line, "\n")] = '\0';
+        device = false;
+        for (entry = strtok_r(line + 8, ",", &save); NULL != entry;
+             entry = strtok_r(NULL, ",", &save)) {
+            char *tl = strchr(entry, ':');
+            if (NULL != tl) device = device || !cpu_coherent_tl(tl + 1, strcspn(tl + 1, "/"));
+        }
+    }
+    free(text);
+    return device;
+}
+
 int ompi_osc_ucxx_context_init(void)
 {
     int rc = OMPI_SUCCESS;
@@ -220,6 +281,53 @@ int ompi_osc_ucxx_context_init(void)
     }
     OSC_UCXX_UNLOCK(&init_lock);
     return rc;
+}
+
+/* UCX_ATOMIC_MODE=cpu in the configuration our context was made with */
+static bool config_atomics_cpu;
+
+/* Was UCX configuration variable NAME (without "UCX_") set by the user, for
+ * every UCX user or for MPI's (the "MPI" prefix our configuration reads)? */
+static bool ucx_var_set(const char *name)
+{
+    char var[64];
+    snprintf(var, sizeof(var), "UCX_%s", name);
+    if (NULL != getenv(var)) return true;
+    snprintf(var, sizeof(var), "UCX_MPI_%s", name);
+    return NULL != getenv(var);
+}
+
+/* No hugetlb pages for our context: UCX 1.13 backs its shared-memory
+ * allocations (ucp_mem_map with UCP_MEM_MAP_ALLOCATE: window memory, state
+ * arenas, the first of them during MPI_Init) with pages of the hugetlb pool
+ * where it can (UCX_SYSV_HUGETLB_MODE and UCX_POSIX_HUGETLB_MODE are "try",
+ * and "huge" is one of UCX_ALLOC_PRIO's methods), which takes the huge
+ * pages the application reserved for itself.  Regular pages instead
+ * (transparent huge pages stay allowed: they come from no reserve); what
+ * the user sets wins. */
+static void no_huge_pages(ucp_config_t *config)
+{
+    char *text = NULL, prio[256], kept[256] = "";
+    size_t len = 0;
+    FILE *f;
+
+    /* (one key for both memory domains: UCX applies it to each) */
+    if (!ucx_var_set("SYSV_HUGETLB_MODE") && !ucx_var_set("POSIX_HUGETLB_MODE")) {
+        (void) ucp_config_modify(config, "MM_HUGETLB_MODE", "n");
+    }
+    if (ucx_var_set("ALLOC_PRIO") || NULL == (f = open_memstream(&text, &len))) return;
+    ucp_config_print(config, f, NULL, UCS_CONFIG_PRINT_CONFIG);
+    fclose(f);
+    if (NULL != text && NULL != config_value(text, "UCX_ALLOC_PRIO", prio, sizeof(prio))) {
+        char *save = NULL;
+        for (char *m = strtok_r(prio, ",", &save); NULL != m; m = strtok_r(NULL, ",", &save)) {
+            if (0 == strcmp(m, "huge")) continue;
+            if ('\0' != kept[0]) strncat(kept, ",", sizeof(kept) - strlen(kept) - 1);
+            strncat(kept, m, sizeof(kept) - strlen(kept) - 1);
+        }
+        if ('\0' != kept[0]) (void) ucp_config_modify(config, "ALLOC_PRIO", kept);
+    }
+    free(text);
 }
 
 /* Worker thread mode follows the MPI thread level (and our own progress
@@ -264,6 +372,8 @@ static int ucx_context_create(ucp_context_h *context)
     }
     OSC_UCXX.order_by_flush = OSC_UCXX.fence_by_flush < 0 ? fence_is_strong(config)
                                                          : 0 != OSC_UCXX.fence_by_flush;
+    no_huge_pages(config);
+    config_atomics_cpu = atomic_mode_cpu(config);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_NAME;
@@ -505,6 +615,13 @@ static int context_init_locked(void)
     if (NULL == OSC_UCXX.main_worker) {
         return OMPI_ERROR;
     }
+    /* (OSC_UCXX_TEST_DEVICE_ATOMICS=1: a test hook where no RDMA device is,
+     * test/atomic_modes.sh) */
+    OSC_UCXX.device_atomics = (!config_atomics_cpu &&
+                               worker_device_atomics(OSC_UCXX.main_worker->ucp)) ||
+                              NULL != getenv("OSC_UCXX_TEST_DEVICE_ATOMICS");
+    OSC_UCXX_VERBOSE(10, "UCX atomics: %s", OSC_UCXX.device_atomics ? "device (not CPU-coherent)"
+                                                                  : "CPU-coherent");
     if (UCS_THREAD_MODE_MULTI != OSC_UCXX.thread_mode || !OSC_UCXX.per_thread_workers) {
         OSC_UCXX.only_worker = OSC_UCXX.main_worker;  /* = ompi_osc_ucxx_worker_acquire's */
         OSC_UCXX.links_shared = MPI_THREAD_MULTIPLE == ompi_mpi_thread_provided;
