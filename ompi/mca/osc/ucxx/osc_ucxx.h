@@ -25,6 +25,7 @@
 #define OMPI_OSC_UCXX_H
 
 #include "osc_ucxx_epoch.h"
+#include "osc_ucxx_complete.h"
 #include "osc_ucxx_request.h"
 
 BEGIN_C_DECLS
@@ -108,17 +109,6 @@ int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_all(struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_local(int target, struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_local_all(struct ompi_win_t *win);
-/* Complete this process's operations on the window (to `target`, or to all
- * when target < 0), from every worker or only `only`'s. */
-int ompi_osc_ucxx_flush_module(ompi_osc_ucxx_module_t *module, int target,
-                               ompi_osc_ucxx_worker_t *only);
-/* Complete the UCX operations on one link (not the active messages). */
-int ompi_osc_ucxx_flush_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
-                             ompi_osc_ucxx_link_t *link);
-/* Later operations on WORKER to LINK's target land after earlier ones. */
-int ompi_osc_ucxx_fence_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
-                             ompi_osc_ucxx_link_t *link);
-
 /* MPI_Win_shared_query (osc_ucxx_window.c) */
 int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
                                void *baseptr);
