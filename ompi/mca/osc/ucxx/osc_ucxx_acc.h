@@ -480,6 +480,8 @@ int ompi_osc_ucxx_acc_am(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_c
                          ompi_datatype_t *origin_dt, const void *compare_addr,
                          void *result_addr, int result_count, ompi_datatype_t *result_dt,
                          int target_count, ompi_datatype_t *target_dt);
+/* Its message kinds (component init) */
+void ompi_osc_ucxx_acc_am_init(void);
 
 END_C_DECLS
 

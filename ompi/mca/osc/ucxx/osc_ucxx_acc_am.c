@@ -278,9 +278,12 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
     return rc;
 }
 
+/* Accumulates apply in the order their origin sent them
+ * (accumulate_ordering), and the origin waits for the reply. */
 void ompi_osc_ucxx_acc_am_init(void)
 {
-    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_ACC, acc_handler);
+    ompi_osc_ucxx_am_define(OSC_UCXX_AM_ACC, acc_handler, NULL,
+                            OSC_UCXX_AM_SERVED | OSC_UCXX_AM_IN_ORDER);
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_ACC_REPLY, acc_reply_handler);
 }
 

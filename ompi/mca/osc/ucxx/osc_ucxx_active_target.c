@@ -111,7 +111,7 @@ static int send_post(ompi_osc_ucxx_module_t *module, int origin)
     if (ompi_osc_ucxx_state_post_by_slot(module, origin)) {
         return ompi_osc_ucxx_state_post(module, origin);
     }
-    return ompi_osc_ucxx_am_send_post(module, origin);
+    return ompi_osc_ucxx_post_send(module, origin);
 }
 
 int ompi_osc_ucxx_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)

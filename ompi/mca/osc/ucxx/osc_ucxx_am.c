@@ -12,13 +12,18 @@
  * outside any callback.  All messages are sent eagerly (chunked by the
  * sender), so a handler always has the whole payload in hand.
  *
- * Order: accumulates from one origin must apply in the order they were sent
- * (accumulate_ordering).  UCX delivers them in order on an endpoint; so that
- * the queue does not reorder them, (1) once an accumulate for a window is
- * queued, later ones for that window queue behind it instead of running in
- * the callback (module->am_deferred counts them), (2) one thread at a time
- * drains the queue, front to back, and (3) when an accumulate is still
- * blocked, the later ones for the same window stay queued behind it.
+ * Kinds: each protocol defines its message kinds in its own file
+ * (ompi_osc_ucxx_am_define, at component init): the handler, and what the
+ * transport must do for the kind.  This file names none of them.
+ *
+ * Order: some kinds must be handled in the order their sender sent them
+ * (accumulates: accumulate_ordering), OSC_UCXX_AM_IN_ORDER.  UCX delivers
+ * them in order on an endpoint; so that the queue does not reorder them,
+ * (1) once such a message for a window is queued, later ones for that
+ * window queue behind it instead of running in the callback
+ * (module->am_deferred counts them), (2) one thread at a time drains the
+ * queue, front to back, and (3) when one is still blocked, the later ones
+ * for the same window stay queued behind it.
  */
 
 #include "ompi_config.h"
@@ -26,8 +31,6 @@
 #include "opal/class/opal_list.h"
 
 #include "osc_ucxx_am.h"
-#include "osc_ucxx_epoch.h"
-#include "osc_ucxx_uam.h"
 
 /* Deferred work: a copy of a message or a reply to send. */
 typedef struct {
@@ -44,7 +47,17 @@ static opal_list_t am_queue;
 static opal_mutex_t am_queue_lock;
 volatile int32_t ompi_osc_ucxx_am_queued = 0;  /* (read inline by the progress function) */
 static volatile int32_t am_draining = 0;
-static ompi_osc_ucxx_am_handler_fn_t am_handlers[OSC_UCXX_AM_KINDS];
+static struct {
+    ompi_osc_ucxx_am_handler_fn_t handler;
+    ucp_am_recv_callback_t recv;
+    unsigned flags;
+} am_kinds[OSC_UCXX_AM_KINDS];
+static bool am_ready = false;   /* the queue is made */
+
+static bool in_order(int kind)
+{
+    return am_kinds[kind].flags & OSC_UCXX_AM_IN_ORDER;
+}
 
 /* ------------------------------------------------------------------------- */
 /* Queue */
@@ -62,7 +75,7 @@ int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
     work->peer = peer;
     work->len = len;
     memcpy(work->data, data, len);
-    if (OSC_UCXX_AM_ACC == kind) {
+    if (in_order(kind)) {
         ompi_osc_ucxx_add32(&module->am_deferred, 1);
     }
     OSC_UCXX_LOCK(&am_queue_lock);
@@ -98,9 +111,8 @@ int ompi_osc_ucxx_am_send_flags(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_wo
         free(buf);
         return OMPI_ERR_UNREACH;
     }
-    if (OSC_UCXX_AM_ACC == id || OSC_UCXX_AM_POST == id || OSC_UCXX_AM_UAM_DATA == id ||
-        OSC_UCXX_AM_UAM_CTRL == id) {
-        ompi_osc_ucxx_link_ask(module, link, target);  /* (replies are waited for) */
+    if (am_kinds[id].flags & OSC_UCXX_AM_SERVED) {
+        ompi_osc_ucxx_link_ask(module, link, target);
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
@@ -137,13 +149,13 @@ static bool drain_one(am_work_t *work)
     if (NULL != module && !window_ready(module)) {
         return false;
     }
-    if (NULL != module && NULL != am_handlers[work->kind]) {
-        rc = am_handlers[work->kind](module, work->peer, work->data, work->len, true);
+    if (NULL != module && NULL != am_kinds[work->kind].handler) {
+        rc = am_kinds[work->kind].handler(module, work->peer, work->data, work->len, true);
     }
     if (OMPI_ERR_WOULD_BLOCK == rc) {
         return false;
     }
-    if (NULL != module && OSC_UCXX_AM_ACC == work->kind) {
+    if (NULL != module && in_order(work->kind)) {
         ompi_osc_ucxx_add32(&module->am_deferred, -1);
     }
     return true;
@@ -154,7 +166,7 @@ int ompi_osc_ucxx_am_drain(void)
 {
     opal_list_t retry;
     am_work_t *work;
-    uint32_t blocked[8];   /* windows with a blocked accumulate this pass */
+    uint32_t blocked[8];   /* windows with a blocked in-order message this pass */
     int nblocked = 0, done = 0;
     int32_t idle = 0;
 
@@ -169,11 +181,12 @@ int ompi_osc_ucxx_am_drain(void)
         work = (am_work_t *) opal_list_remove_first(&am_queue);
         OSC_UCXX_UNLOCK(&am_queue_lock);
         if (NULL == work) break;
-        for (int i = 0; OSC_UCXX_AM_ACC == work->kind && i < nblocked; ++i) {
+        bool ordered = in_order(work->kind);
+        for (int i = 0; ordered && i < nblocked; ++i) {
             behind |= (blocked[i] == work->cid);
         }
-        if (behind || (OSC_UCXX_AM_ACC == work->kind && nblocked == 8) || !drain_one(work)) {
-            if (!behind && OSC_UCXX_AM_ACC == work->kind && nblocked < 8) {
+        if (behind || (ordered && nblocked == 8) || !drain_one(work)) {
+            if (!behind && ordered && nblocked < 8) {
                 blocked[nblocked++] = work->cid;
             }
             opal_list_append(&retry, &work->super);  /* in order, for next time */
@@ -226,7 +239,7 @@ static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_len
     ompi_osc_ucxx_module_t *module = am_window(header, header_length, &from);
     char stack[512], *buf = stack;
 
-    if (NULL == module || NULL == am_handlers[kind]) {
+    if (NULL == module || NULL == am_kinds[kind].handler) {
         return UCS_OK;
     }
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
@@ -240,10 +253,10 @@ static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_len
     }
     memcpy(buf, header, header_length);
     memcpy(buf + header_length, data, length);
-    if (!window_ready(module) || (OSC_UCXX_AM_ACC == kind && module->am_deferred > 0)) {
+    if (!window_ready(module) || (in_order(kind) && module->am_deferred > 0)) {
         rc = OMPI_ERR_WOULD_BLOCK;  /* still being created, or behind the ones queued */
     } else {
-        rc = am_handlers[kind](module, from, buf, header_length + length, false);
+        rc = am_kinds[kind].handler(module, from, buf, header_length + length, false);
     }
     if (OMPI_ERR_WOULD_BLOCK == rc) {
         ompi_osc_ucxx_am_defer(kind, module, from, buf, header_length + length);
@@ -290,38 +303,35 @@ int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
     }
 }
 
-void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handler_fn_t fn)
+void ompi_osc_ucxx_am_define(int kind, ompi_osc_ucxx_am_handler_fn_t handler,
+                             ucp_am_recv_callback_t recv, unsigned flags)
 {
-    am_handlers[kind] = fn;
+    am_kinds[kind].handler = handler;
+    am_kinds[kind].recv = recv;
+    am_kinds[kind].flags = flags;
 }
 
-static int post_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size_t len,
-                        bool deferred)
+void ompi_osc_ucxx_am_init(void)
 {
-    ompi_osc_ucxx_post_arrived(module, from);
-    return OMPI_SUCCESS;
+    if (!am_ready) {
+        OBJ_CONSTRUCT(&am_queue, opal_list_t);
+        OBJ_CONSTRUCT(&am_queue_lock, opal_mutex_t);
+        am_draining = 0;
+        am_ready = true;
+    }
+    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_SEND, send_handler);
 }
 
 int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker)
 {
     ucp_am_handler_param_t param;
 
-    if (NULL == am_handlers[OSC_UCXX_AM_POST]) {
-        OBJ_CONSTRUCT(&am_queue, opal_list_t);
-        OBJ_CONSTRUCT(&am_queue_lock, opal_mutex_t);
-        am_draining = 0;
-        am_handlers[OSC_UCXX_AM_POST] = post_handler;
-        am_handlers[OSC_UCXX_AM_SEND] = send_handler;
-        ompi_osc_ucxx_acc_am_init();
-        ompi_osc_ucxx_dyn_am_init();
-        ompi_osc_ucxx_uam_am_init();
-    }
     for (int kind = 1; kind < OSC_UCXX_AM_MAX; ++kind) {
         memset(&param, 0, sizeof(param));
         param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                            UCP_AM_HANDLER_PARAM_FIELD_ARG;
         param.id = kind;
-        param.cb = kind >= OSC_UCXX_AM_UAM_DATA ? ompi_osc_ucxx_uam_recv : am_dispatch;
+        param.cb = NULL != am_kinds[kind].recv ? am_kinds[kind].recv : am_dispatch;
         param.arg = (void *) (uintptr_t) kind;
         if (UCS_OK != ucp_worker_set_am_recv_handler(worker->ucp, &param)) {
             return OMPI_ERROR;
@@ -332,29 +342,11 @@ int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker)
 
 void ompi_osc_ucxx_am_fini(void)
 {
-    if (NULL != am_handlers[OSC_UCXX_AM_POST]) {
+    if (am_ready) {
         OPAL_LIST_DESTRUCT(&am_queue);
         OBJ_DESTRUCT(&am_queue_lock);
-        memset(am_handlers, 0, sizeof(am_handlers));
+        memset(am_kinds, 0, sizeof(am_kinds));
         ompi_osc_ucxx_am_queued = 0;
+        am_ready = false;
     }
-}
-
-/* Tell `target` that this process exposes the window to it (MPI_Win_post). */
-int ompi_osc_ucxx_am_send_post(ompi_osc_ucxx_module_t *module, int target)
-{
-    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
-    ompi_osc_ucxx_am_hdr_t *hdr;
-
-    if (target == module->rank) {
-        ompi_osc_ucxx_post_arrived(module, target);
-        return OMPI_SUCCESS;
-    }
-    if (NULL == worker || NULL == (hdr = malloc(sizeof(*hdr)))) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    hdr->cid = module->cid;
-    hdr->from = module->rank;
-    return ompi_osc_ucxx_am_send(module, worker, target, OSC_UCXX_AM_POST, hdr, sizeof(*hdr),
-                                 sizeof(*hdr));
 }

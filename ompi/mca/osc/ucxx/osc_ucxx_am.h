@@ -37,9 +37,29 @@ typedef struct {
  * (later messages of the same kind for the same window queue behind it). */
 typedef int (*ompi_osc_ucxx_am_handler_fn_t)(ompi_osc_ucxx_module_t *module, int from,
                                              void *buf, size_t len, bool deferred);
+
+/* What the transport knows of a message kind, said by the file that handles
+ * it (at component init, before the first worker): the transport names no
+ * protocol.  The ids above are the one list every protocol shares, as
+ * UCX's own. */
+#define OSC_UCXX_AM_SERVED   0x1   /* the target's CPU handles it: its sender asks
+                                    * the target to serve (ompi_osc_ucxx_link_ask) */
+#define OSC_UCXX_AM_IN_ORDER 0x2   /* per window, handled in the order they arrive:
+                                    * queued behind the window's earlier ones */
+/* `recv`: UCX's callback for the kind itself (its arg: the id), for kinds
+ * whose data may come by rendezvous; NULL: the transport copies each
+ * message and hands it to `handler`. */
+void ompi_osc_ucxx_am_define(int kind, ompi_osc_ucxx_am_handler_fn_t handler,
+                             ucp_am_recv_callback_t recv, unsigned flags);
+static inline void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handler_fn_t fn)
+{
+    ompi_osc_ucxx_am_define(kind, fn, NULL, 0);
+}
+/* The queue (component init), the kinds' UCX handlers on each new worker,
+ * and the end (finalize). */
+void ompi_osc_ucxx_am_init(void);
 int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker);
 void ompi_osc_ucxx_am_fini(void);
-void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handler_fn_t fn);
 /* Send `buf` (len bytes, malloc'ed, freed once sent; the first hlen bytes
  * are the header) to `target` of the window on `worker`. */
 int ompi_osc_ucxx_am_send(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
@@ -55,14 +75,6 @@ int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer, c
 /* Answer `to`: directly where UCX operations may be issued, else queued. */
 int ompi_osc_ucxx_am_reply(ompi_osc_ucxx_module_t *module, int to, unsigned id,
                            const void *msg, size_t hlen, size_t len, bool deferred);
-int ompi_osc_ucxx_am_send_post(ompi_osc_ucxx_module_t *module, int target);
-/* Handlers of the other files, set at registration */
-void ompi_osc_ucxx_acc_am_init(void);
-void ompi_osc_ucxx_dyn_am_init(void);
-void ompi_osc_ucxx_uam_am_init(void);
-/* UCX receive callback of the user active-message kinds (osc_ucxx_uam.c) */
-ucs_status_t ompi_osc_ucxx_uam_recv(void *arg, const void *header, size_t header_length,
-                                    void *data, size_t length, const ucp_am_recv_param_t *param);
 
 END_C_DECLS
 

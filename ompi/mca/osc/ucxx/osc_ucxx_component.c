@@ -13,6 +13,8 @@
 #include "osc_ucxx.h"
 #include "osc_ucxx_acc.h"
 #include "osc_ucxx_cma.h"
+#include "osc_ucxx_dynamic.h"
+#include "osc_ucxx_uam.h"
 
 static int component_register(void);
 static int component_open(void);
@@ -373,6 +375,17 @@ static unsigned acc_vector_bytes(unsigned asked)
     return used;
 }
 
+/* Each protocol says what its message kinds are (the transport names
+ * none), before the first worker sets them up with UCX. */
+static void messages_init(void)
+{
+    ompi_osc_ucxx_am_init();
+    ompi_osc_ucxx_post_am_init();   /* PSCW posts (osc_ucxx_epoch.c) */
+    ompi_osc_ucxx_acc_am_init();    /* accumulates applied by the target */
+    ompi_osc_ucxx_dyn_am_init();    /* dynamic windows' region lookups */
+    ompi_osc_ucxx_uam_am_init();    /* user active messages */
+}
+
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
 {
     OBJ_CONSTRUCT(&OSC_UCXX.lock, opal_mutex_t);
@@ -385,6 +398,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
     ompi_osc_ucxx_info_probe();
     OSC_UCXX.acc_vector_used = acc_vector_bytes(OSC_UCXX.acc_vector);
+    messages_init();
     if (ompi_osc_ucxx_context_warm()) {  /* if component_open started UCX */
         ompi_osc_ucxx_state_warm();
     }
@@ -422,16 +436,4 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
         return -1;
     }
     return OSC_UCXX.priority;
-}
-
-/* Window table, keyed by the window's id (its communicator's context id,
- * with its number on a shared one: osc_ucxx_wcomm.c), for active messages
- * and memory handles that name a window. */
-ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid)
-{
-    void *module = NULL;
-    OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    (void) opal_hash_table_get_value_uint32(&OSC_UCXX.windows, cid, &module);
-    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    return (ompi_osc_ucxx_module_t *) module;
 }

@@ -20,6 +20,8 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base);
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi);
 void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache);
+/* Its message kinds (component init) */
+void ompi_osc_ucxx_dyn_am_init(void);
 
 END_C_DECLS
 

@@ -52,6 +52,7 @@
 #include "ompi_config.h"
 
 #include "osc_ucxx_epoch.h"
+#include "osc_ucxx_am.h"
 
 static void epoch_construct(ompi_osc_ucxx_epoch_t *e)
 {
@@ -125,6 +126,39 @@ void ompi_osc_ucxx_post_arrived(ompi_osc_ucxx_module_t *module, int from)
     }
     module->posts_seen[module->posts_seen_count++] = from;
     OSC_UCXX_UNLOCK(&module->post_lock);
+}
+
+/* The post message: MPI_Win_post to an origin that cannot store into our
+ * state's post slots (osc_ucxx_active_target.c decides). */
+static int post_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size_t len,
+                        bool deferred)
+{
+    ompi_osc_ucxx_post_arrived(module, from);
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_ucxx_post_am_init(void)
+{
+    ompi_osc_ucxx_am_define(OSC_UCXX_AM_POST, post_handler, NULL, OSC_UCXX_AM_SERVED);
+}
+
+/* Tell `target` that this process exposes the window to it. */
+int ompi_osc_ucxx_post_send(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
+    ompi_osc_ucxx_am_hdr_t *hdr;
+
+    if (target == module->rank) {
+        ompi_osc_ucxx_post_arrived(module, target);
+        return OMPI_SUCCESS;
+    }
+    if (NULL == worker || NULL == (hdr = malloc(sizeof(*hdr)))) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    hdr->cid = module->cid;
+    hdr->from = module->rank;
+    return ompi_osc_ucxx_am_send(module, worker, target, OSC_UCXX_AM_POST, hdr, sizeof(*hdr),
+                                 sizeof(*hdr));
 }
 
 /* Take one post from `from`, if it has arrived: a slot count ahead of what

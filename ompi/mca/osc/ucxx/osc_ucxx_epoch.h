@@ -257,6 +257,9 @@ static inline bool ompi_osc_ucxx_epoch_any(ompi_osc_ucxx_module_t *module)
 int ompi_osc_ucxx_epoch_post(ompi_osc_ucxx_module_t *module, int n);
 bool ompi_osc_ucxx_epoch_exposure_done(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_post_arrived(ompi_osc_ucxx_module_t *module, int from);
+/* The post message to `target` (its kind defined at component init). */
+int ompi_osc_ucxx_post_send(ompi_osc_ucxx_module_t *module, int target);
+void ompi_osc_ucxx_post_am_init(void);
 
 END_C_DECLS
 

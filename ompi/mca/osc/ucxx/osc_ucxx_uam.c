@@ -1689,8 +1689,8 @@ static void grant_arrived(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *u
 /* ------------------------------------------------------------------------- */
 /* Receiving (UCX callback) and the drain's work items */
 
-ucs_status_t ompi_osc_ucxx_uam_recv(void *arg, const void *header, size_t header_length,
-                                    void *data, size_t length, const ucp_am_recv_param_t *param)
+static ucs_status_t uam_recv(void *arg, const void *header, size_t header_length, void *data,
+                             size_t length, const ucp_am_recv_param_t *param)
 {
     int kind = (int) (uintptr_t) arg;
     ompi_osc_ucxx_am_hdr_t h;
@@ -1774,8 +1774,13 @@ static int uam_work(ompi_osc_ucxx_module_t *module, int peer, void *buf, size_t 
     return OMPI_SUCCESS;
 }
 
+/* Chunks and outputs may come by rendezvous: UCX's callback is ours.  Data
+ * and buffer requests wait for the target's CPU. */
 void ompi_osc_ucxx_uam_am_init(void)
 {
+    ompi_osc_ucxx_am_define(OSC_UCXX_AM_UAM_DATA, NULL, uam_recv, OSC_UCXX_AM_SERVED);
+    ompi_osc_ucxx_am_define(OSC_UCXX_AM_UAM_OUT, NULL, uam_recv, 0);
+    ompi_osc_ucxx_am_define(OSC_UCXX_AM_UAM_CTRL, NULL, uam_recv, OSC_UCXX_AM_SERVED);
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_UAM_WORK, uam_work);
 }
 

@@ -24,6 +24,8 @@ int ompi_osc_ucxx_uam_epoch_assert(struct ompi_win_t *win, int assert);
 int ompi_osc_ucxx_uam_issue(struct ompi_win_t *win, const ompi_osc_ucxx_am_args_t *args,
                             int *counts, struct ompi_request_t **req);
 bool ompi_osc_ucxx_uam_in_handler(void);
+/* Its message kinds (component init) */
+void ompi_osc_ucxx_uam_am_init(void);
 
 /* Completion calls: after our AMs to `target` (-1: all) completed; `end`:
  * the access epoch ends (unlock, unlock_all, fence, complete). */

@@ -3,7 +3,8 @@
  * $COPYRIGHT$
  *
  * The window's communicator: shared by the windows over one communicator,
- * or kept from one window to the next.
+ * or kept from one window to the next; and the window's id, by which
+ * messages and memory handles name it (ompi_osc_ucxx_window_lookup).
  *
  * A window runs its collectives (creation exchange, fence barriers, the
  * closing barrier) on a communicator of its own: they must not meet the
@@ -443,4 +444,16 @@ void ompi_osc_ucxx_wcomm_fini(void)
         dead = d->next;
         free(d);
     }
+}
+
+/* The window table (OSC_UCXX.windows: window.c adds and removes), keyed by
+ * the window's id, for active messages and memory handles that name a
+ * window. */
+ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid)
+{
+    void *module = NULL;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    (void) opal_hash_table_get_value_uint32(&OSC_UCXX.windows, cid, &module);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return (ompi_osc_ucxx_module_t *) module;
 }

@@ -236,7 +236,7 @@ int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_
                               size_t *len);
 void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t serial);
 void ompi_osc_ucxx_kept_release(void);
-/* The core a window id names (component.c), for active messages. */
+/* The core a window id names (osc_ucxx_wcomm.c), for active messages. */
 ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid);
 
 END_C_DECLS
