@@ -8,7 +8,8 @@
  * Handlers run inside ucp_worker_progress, so they never issue UCX
  * operations, never progress, and never wait: what needs any of that (a reply,
  * work blocked on a busy stripe lock) goes on a queue that
- * ompi_osc_ucxx_am_drain works off from the component's progress function,
+ * am_drain works off from the component's progress function (the worker
+ * layer calls it through the hook ompi_osc_ucxx_am_init gives it),
  * outside any callback.  All messages are sent eagerly (chunked by the
  * sender), so a handler always has the whole payload in hand.
  *
@@ -45,7 +46,6 @@ static OBJ_CLASS_INSTANCE(am_work_t, opal_list_item_t, NULL, NULL);
 
 static opal_list_t am_queue;
 static opal_mutex_t am_queue_lock;
-volatile int32_t ompi_osc_ucxx_am_queued = 0;  /* (read inline by the progress function) */
 static volatile int32_t am_draining = 0;
 static struct {
     ompi_osc_ucxx_am_handler_fn_t handler;
@@ -81,7 +81,7 @@ int ompi_osc_ucxx_am_defer(int kind, ompi_osc_ucxx_module_t *module, int peer,
     OSC_UCXX_LOCK(&am_queue_lock);
     opal_list_append(&am_queue, &work->super);
     OSC_UCXX_UNLOCK(&am_queue_lock);
-    ompi_osc_ucxx_add32(&ompi_osc_ucxx_am_queued, 1);
+    ompi_osc_ucxx_add32(&ompi_osc_ucxx_deferred, 1);
     ompi_osc_ucxx_progress_wake();  /* a progress thread asleep in the kernel */
     return OMPI_SUCCESS;
 }
@@ -162,7 +162,7 @@ static bool drain_one(am_work_t *work)
 }
 
 /* Work off the queue, outside any UCX callback, one thread at a time. */
-int ompi_osc_ucxx_am_drain(void)
+static int am_drain(void)
 {
     opal_list_t retry;
     am_work_t *work;
@@ -170,7 +170,7 @@ int ompi_osc_ucxx_am_drain(void)
     int nblocked = 0, done = 0;
     int32_t idle = 0;
 
-    if (0 == ompi_osc_ucxx_am_queued ||
+    if (0 == ompi_osc_ucxx_deferred ||
         !opal_atomic_compare_exchange_strong_32(&am_draining, &idle, 1)) {
         return 0;
     }
@@ -192,7 +192,7 @@ int ompi_osc_ucxx_am_drain(void)
             opal_list_append(&retry, &work->super);  /* in order, for next time */
             continue;
         }
-        ompi_osc_ucxx_add32(&ompi_osc_ucxx_am_queued, -1);
+        ompi_osc_ucxx_add32(&ompi_osc_ucxx_deferred, -1);
         OBJ_DESTRUCT(work);
         free(work);
         done++;
@@ -311,18 +311,8 @@ void ompi_osc_ucxx_am_define(int kind, ompi_osc_ucxx_am_handler_fn_t handler,
     am_kinds[kind].flags = flags;
 }
 
-void ompi_osc_ucxx_am_init(void)
-{
-    if (!am_ready) {
-        OBJ_CONSTRUCT(&am_queue, opal_list_t);
-        OBJ_CONSTRUCT(&am_queue_lock, opal_mutex_t);
-        am_draining = 0;
-        am_ready = true;
-    }
-    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_SEND, send_handler);
-}
-
-int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker)
+/* A new worker: every kind's UCX handler. */
+static int am_worker_setup(ompi_osc_ucxx_worker_t *worker)
 {
     ucp_am_handler_param_t param;
 
@@ -340,13 +330,26 @@ int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker)
     return OMPI_SUCCESS;
 }
 
+void ompi_osc_ucxx_am_init(void)
+{
+    if (!am_ready) {
+        OBJ_CONSTRUCT(&am_queue, opal_list_t);
+        OBJ_CONSTRUCT(&am_queue_lock, opal_mutex_t);
+        am_draining = 0;
+        am_ready = true;
+    }
+    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_SEND, send_handler);
+    ompi_osc_ucxx_worker_setup(am_worker_setup);
+    ompi_osc_ucxx_progress_drain(am_drain);
+}
+
 void ompi_osc_ucxx_am_fini(void)
 {
     if (am_ready) {
         OPAL_LIST_DESTRUCT(&am_queue);
         OBJ_DESTRUCT(&am_queue_lock);
         memset(am_kinds, 0, sizeof(am_kinds));
-        ompi_osc_ucxx_am_queued = 0;
+        ompi_osc_ucxx_deferred = 0;
         am_ready = false;
     }
 }

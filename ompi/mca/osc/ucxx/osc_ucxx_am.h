@@ -55,10 +55,10 @@ static inline void ompi_osc_ucxx_am_set_handler(int kind, ompi_osc_ucxx_am_handl
 {
     ompi_osc_ucxx_am_define(kind, fn, NULL, 0);
 }
-/* The queue (component init), the kinds' UCX handlers on each new worker,
- * and the end (finalize). */
+/* Component init, before the first worker: the queue, and the transport's
+ * part in the workers (its UCX handlers on each new one, the drain of its
+ * queue); finalize, once the workers are gone. */
 void ompi_osc_ucxx_am_init(void);
-int ompi_osc_ucxx_am_register(ompi_osc_ucxx_worker_t *worker);
 void ompi_osc_ucxx_am_fini(void);
 /* Send `buf` (len bytes, malloc'ed, freed once sent; the first hlen bytes
  * are the header) to `target` of the window on `worker`. */

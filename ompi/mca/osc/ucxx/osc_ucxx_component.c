@@ -405,10 +405,44 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     return OMPI_SUCCESS;
 }
 
+/* Windows freed here but alive on a peer (zombies, osc_ucxx_window.c) go
+ * at finalize, while their workers can still reach the peers. */
+static void zombies_release(void)
+{
+    while (NULL != OSC_UCXX.zombies) {
+        ompi_osc_ucxx_module_t *module = OSC_UCXX.zombies;
+        OSC_UCXX.zombies = module->next_zombie;
+        /* Its communicator is Open MPI's now: MPI_Finalize releases the
+         * communicators a program left (ompi_comm_finalize), before the
+         * osc components finalize in 5.0 (after, in 4.1).  Freeing it here
+         * too wrote into freed memory: heap corruption at exit in 5.0. */
+        module->comm = NULL;
+        opal_hash_table_remove_value_uint32(&OSC_UCXX.windows, module->cid);
+        ompi_osc_ucxx_module_release(module);
+    }
+}
+
+/* UCX goes last, each layer's part in the order it needs: nothing
+ * progresses any more; the zombie windows go while their workers still
+ * work; then the workers (endpoints, rkeys); the message queue; the
+ * allocations kept for later windows (unmapped on the context); the
+ * context. */
+static void ucx_fini(void)
+{
+    if (NULL != OSC_UCXX.context) {
+        ompi_osc_ucxx_progress_stop();
+        zombies_release();
+        ompi_osc_ucxx_workers_fini();
+        ompi_osc_ucxx_am_fini();
+        ompi_osc_ucxx_kept_release();
+    }
+    ompi_osc_ucxx_context_fini();
+}
+
 static int component_finalize(void)
 {
     ompi_osc_ucxx_cma_fini();
-    ompi_osc_ucxx_context_fini();   /* (zombie windows drop their communicator entries) */
+    ucx_fini();   /* (zombie windows drop their communicator entries) */
     ompi_osc_ucxx_wcomm_fini();
     OBJ_DESTRUCT(&OSC_UCXX.requests);
     OBJ_DESTRUCT(&OSC_UCXX.windows);

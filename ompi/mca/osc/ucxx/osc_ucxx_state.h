@@ -254,7 +254,7 @@ static inline void ompi_osc_ucxx_serve(ompi_osc_ucxx_module_t *module)
 {
     if (ompi_osc_ucxx_serve_wanted(module)) {
         ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
-        ompi_osc_ucxx_am_drain();
+        ompi_osc_ucxx_deferred_drain();
     }
 }
 

@@ -2,9 +2,14 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * osc/ucxx, second layer: the UCP context, per-thread workers, endpoints,
- * peer worker addresses, progress and waiting (osc_ucxx_worker.c), and the
- * queue of work deferred out of UCX callbacks (osc_ucxx_am.c drains it).
+ * osc/ucxx, second layer: the UCP context (osc_ucxx_context.c) and its
+ * early start (osc_ucxx_early.c), per-thread workers (osc_ucxx_worker.c),
+ * peers' addresses and endpoints (osc_ucxx_peers.c), peers' rkeys kept
+ * across windows (osc_ucxx_rkey.c), progress and waiting
+ * (osc_ucxx_progress.c), the teardown (osc_ucxx_quiesce.c).  Nothing here
+ * knows the layers above: the message layer gives its part as hooks (its
+ * UCX handlers on each new worker, the drain of what its callbacks
+ * deferred), and the component orders the teardown.
  */
 
 #ifndef OMPI_OSC_UCXX_WORKER_H
@@ -49,10 +54,23 @@ typedef struct {
 } ompi_osc_ucxx_tls_t;
 extern __thread ompi_osc_ucxx_tls_t ompi_osc_ucxx_tls;
 
-void ompi_osc_ucxx_context_start(void);  /* component_open, in MPI_Init */
-bool ompi_osc_ucxx_context_warm(void);   /* component_init: true if started */
+/* The UCP context (osc_ucxx_context.c): made by the first window or the
+ * early start, which hands over what it made (adopt); ucp_create makes one
+ * context; the UCX worker thread mode MPI's thread level asks for. */
 int ompi_osc_ucxx_context_init(void);
 void ompi_osc_ucxx_context_fini(void);
+void ompi_osc_ucxx_context_adopt(ucp_context_h context, ucp_worker_h worker);
+int ompi_osc_ucxx_ucp_create(ucp_context_h *context);
+ucs_thread_mode_t ompi_osc_ucxx_thread_mode(void);
+/* The early start (osc_ucxx_early.c) */
+void ompi_osc_ucxx_context_start(void);  /* component_open, in MPI_Init */
+bool ompi_osc_ucxx_context_warm(void);   /* component_init: true if started */
+/* The workers (osc_ucxx_worker.c): the pool and the main worker (around the
+ * early start's UCP worker, if any), their teardown; `setup`: the message
+ * layer's setup of each new worker. */
+int ompi_osc_ucxx_workers_init(ucp_worker_h made);
+void ompi_osc_ucxx_workers_fini(void);
+void ompi_osc_ucxx_worker_setup(int (*setup)(ompi_osc_ucxx_worker_t *worker));
 /* Teardown (osc_ucxx_quiesce.c): no endpoint mid-wireup when MPI_Finalize's
  * fence ends (register: with the first window; quiesce_ep: one endpoint,
  * now); close a worker's endpoints before it is destroyed. */
@@ -66,12 +84,18 @@ void ompi_osc_ucxx_quiesce_ep(ucp_ep_h ep);
 void ompi_osc_ucxx_quiesce_deregister(void);
 void ompi_osc_ucxx_eps_close(ompi_osc_ucxx_worker_t *worker);
 ompi_osc_ucxx_worker_t *ompi_osc_ucxx_worker_acquire(void);
+/* Peers (osc_ucxx_peers.c): their worker addresses by process (or by
+ * ompi_osc_ucxx_proc_key / name_key), a worker's endpoint to one. */
 int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                                 ucp_ep_h *ep);
+int ompi_osc_ucxx_get_ep_key(ompi_osc_ucxx_worker_t *worker, uint64_t key, ucp_ep_h *ep);
 bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc);
 int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len);
+int ompi_osc_ucxx_addr_store_key(uint64_t key, const void *addr, size_t len);
+void ompi_osc_ucxx_peer_addrs_fini(void);
 /* The main worker's address, packed on the first call, kept to finalize. */
 int ompi_osc_ucxx_main_address(const void **addr, size_t *len);
+void ompi_osc_ucxx_main_address_release(void);
 
 /* A peer's rkey for its allocation numbered `serial` (the peer's count of
  * UCX allocations, published at window creation; 0: not cacheable, unpacked
@@ -85,20 +109,33 @@ int ompi_osc_ucxx_rkey_take(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc, u
                             ucp_rkey_h *rkey);
 void ompi_osc_ucxx_rkey_give(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
                              uint32_t serial, ucp_rkey_h rkey);
+/* Every rkey the worker kept (finalize: the windows are gone). */
+void ompi_osc_ucxx_rkeys_destroy(ompi_osc_ucxx_worker_t *worker);
 
-/* Progress: our main worker (peers' emulated operations and messages), the
- * calling thread's worker, workers with requests in flight, and the
- * deferred work.  Registered with opal_progress. */
+/* Progress (osc_ucxx_progress.c): our main worker (peers' emulated
+ * operations and messages), the calling thread's worker, workers with
+ * requests in flight, and the deferred work.  Registered with opal_progress
+ * by progress_start (with the progress thread, if asked), until
+ * progress_stop. */
 int ompi_osc_ucxx_progress(void);
-/* Work off what UCX callbacks deferred (osc_ucxx_am.c). */
-int ompi_osc_ucxx_am_drain(void);
+int ompi_osc_ucxx_progress_start(void);
+void ompi_osc_ucxx_progress_stop(void);
 /* Wake the progress thread if it sleeps in the kernel (wait mode). */
 void ompi_osc_ucxx_progress_wake(void);
-/* Is deferred work queued (osc_ucxx_am.c)? */
-extern volatile int32_t ompi_osc_ucxx_am_queued;
-static inline bool ompi_osc_ucxx_am_pending(void)
+/* Work UCX callbacks deferred (they may not send, wait or run handlers):
+ * the message layer counts what it queued in ompi_osc_ucxx_deferred and
+ * gives the function that works it off (progress_drain), which progress,
+ * the progress thread and every serving wait call outside callbacks. */
+extern volatile int32_t ompi_osc_ucxx_deferred;
+extern int (*ompi_osc_ucxx_drain_hook)(void);
+void ompi_osc_ucxx_progress_drain(int (*drain)(void));
+static inline bool ompi_osc_ucxx_deferred_pending(void)
 {
-    return 0 != ompi_osc_ucxx_am_queued;
+    return 0 != ompi_osc_ucxx_deferred;
+}
+static inline int ompi_osc_ucxx_deferred_drain(void)
+{
+    return ompi_osc_ucxx_deferred_pending() ? ompi_osc_ucxx_drain_hook() : 0;
 }
 /* Wait for a UCX request issued on `worker`, progressing it and the rest of
  * the library (a peer may need us before it can answer). */
@@ -109,8 +146,8 @@ int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req);
  * a thread that finds it taken skips it, since the holder is progressing it.
  * Why: UCX guards a multi-threaded worker with a spinlock; with more threads
  * than cores every opal_progress spun on it for whole time slices while the
- * holder was descheduled (ext_order's sum case on two cores: 3 ms a round,
- * 83 % of the time in pthread_spin_lock). */
+ * holder was descheduled (ext_order's sum case on two cores spent most of
+ * its time in pthread_spin_lock). */
 static inline int ompi_osc_ucxx_worker_progress_shared(ompi_osc_ucxx_worker_t *w)
 {
     int32_t idle = 0;

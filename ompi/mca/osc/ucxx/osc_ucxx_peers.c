@@ -1,0 +1,136 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Peers: the worker address of each peer process, learned once (at the
+ * first window that includes it, or from the modex for the early start),
+ * and each worker's endpoints to them, made on first use and kept for the
+ * life of the process; our main worker's own address, packed once.
+ */
+
+#include "ompi_config.h"
+
+#include "osc_ucxx_worker.h"
+
+bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc)
+{
+    void *value;
+    int rc;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    rc = opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, ompi_osc_ucxx_proc_key(proc),
+                                          &value);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return OPAL_SUCCESS == rc;
+}
+
+int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len)
+{
+    return ompi_osc_ucxx_addr_store_key(ompi_osc_ucxx_proc_key(proc), addr, len);
+}
+
+int ompi_osc_ucxx_addr_store_key(uint64_t key, const void *addr, size_t len)
+{
+    void *value;
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, key, &value)) {
+        ompi_osc_ucxx_addr_t *a = malloc(sizeof(*a) + len);
+        if (NULL == a) {
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+        } else {
+            a->len = len;
+            memcpy(a->addr, addr, len);
+            opal_hash_table_set_value_uint64(&OSC_UCXX.peer_addrs, key, a);
+        }
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return rc;
+}
+
+int ompi_osc_ucxx_worker_get_ep(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc,
+                                ucp_ep_h *ep)
+{
+    return ompi_osc_ucxx_get_ep_key(worker, ompi_osc_ucxx_proc_key(proc), ep);
+}
+
+/* The worker's endpoint to the process with key KEY (ompi_osc_ucxx_proc_key),
+ * made the first time from the address learned for it. */
+int ompi_osc_ucxx_get_ep_key(ompi_osc_ucxx_worker_t *worker, uint64_t key, ucp_ep_h *ep)
+{
+    ompi_osc_ucxx_addr_t *addr = NULL;
+    ucp_ep_params_t params;
+    ucs_status_t status;
+    void *value;
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&worker->lock);
+    if (OPAL_SUCCESS == opal_hash_table_get_value_uint64(&worker->eps, key, &value)) {
+        *ep = (ucp_ep_h) value;
+        OSC_UCXX_UNLOCK(&worker->lock);
+        return OMPI_SUCCESS;
+    }
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    (void) opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, key, (void **) &addr);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    if (NULL == addr) {
+        rc = OMPI_ERR_UNREACH;
+        goto out;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = (ucp_address_t *) addr->addr;
+    status = ucp_ep_create(worker->ucp, &params, ep);
+    if (UCS_OK != status) {
+        opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_ep_create",
+                       ucs_status_string(status));
+        rc = OMPI_ERR_UNREACH;
+        goto out;
+    }
+    opal_hash_table_set_value_uint64(&worker->eps, key, *ep);
+out:
+    OSC_UCXX_UNLOCK(&worker->lock);
+    return rc;
+}
+
+/* Packed once: ucp_worker_get_address packs every transport's address on
+ * each call, a visible part of each window's creation. */
+int ompi_osc_ucxx_main_address(const void **addr, size_t *len)
+{
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    if (NULL == OSC_UCXX.main_addr &&
+        UCS_OK != ucp_worker_get_address(OSC_UCXX.main_worker->ucp, &OSC_UCXX.main_addr,
+                                         &OSC_UCXX.main_addr_len)) {
+        OSC_UCXX.main_addr = NULL;
+        rc = OMPI_ERROR;
+    }
+    *addr = OSC_UCXX.main_addr;
+    *len = OSC_UCXX.main_addr_len;
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return rc;
+}
+
+/* Finalize, before the main worker goes. */
+void ompi_osc_ucxx_main_address_release(void)
+{
+    if (NULL != OSC_UCXX.main_addr) {
+        ucp_worker_release_address(OSC_UCXX.main_worker->ucp, OSC_UCXX.main_addr);
+        OSC_UCXX.main_addr = NULL;
+    }
+}
+
+/* Finalize, after the workers: every peer's address. */
+void ompi_osc_ucxx_peer_addrs_fini(void)
+{
+    uint64_t key;
+    void *value, *node = NULL;
+    int rc = opal_hash_table_get_first_key_uint64(&OSC_UCXX.peer_addrs, &key, &value, &node);
+    while (OPAL_SUCCESS == rc) {
+        free(value);
+        rc = opal_hash_table_get_next_key_uint64(&OSC_UCXX.peer_addrs, &key, &value, node,
+                                                 &node);
+    }
+    opal_hash_table_remove_all(&OSC_UCXX.peer_addrs);
+}

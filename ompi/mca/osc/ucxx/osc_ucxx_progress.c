@@ -1,0 +1,273 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Progress: the function opal_progress calls, the wait for one UCX request,
+ * and the optional progress thread.
+ *
+ * Peers connect to one worker per process, the main worker, which
+ * opal_progress drives, so a target serves emulated operations and active
+ * messages whenever it is anywhere in MPI; the progress thread serves them
+ * while the application computes outside MPI.  Work that UCX callbacks may
+ * not do themselves (send, wait, run a handler) is deferred to the message
+ * layer's queue (osc_ucxx_am.c), which progress drains outside every
+ * callback through the hook that layer gives (ompi_osc_ucxx_progress_drain).
+ *
+ * Many threads, few cores: a worker that several threads progress (the main
+ * worker, a worker with request-based operations in flight) is progressed by
+ * one of them at a time, the others skip it (UCX's worker spinlock otherwise
+ * burns whole time slices), and wait loops yield the core after
+ * osc_ucxx_yield_after empty polls (ompi_osc_ucxx_backoff in the header).
+ */
+
+#include "ompi_config.h"
+
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "opal/runtime/opal_progress.h"
+
+#include "osc_ucxx_worker.h"
+
+/* Deferred work: how much is queued, and the message layer's drain. */
+volatile int32_t ompi_osc_ucxx_deferred = 0;
+int (*ompi_osc_ucxx_drain_hook)(void) = NULL;
+
+void ompi_osc_ucxx_progress_drain(int (*drain)(void))
+{
+    ompi_osc_ucxx_drain_hook = drain;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The progress thread */
+
+/* Wait mode: sleep in the kernel until the main worker has an event or
+ * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
+ * queued because it is blocked (an AM waiting for another origin's handler
+ * to finish) is retried by polling: nothing would wake us for it.  The
+ * timeout is a safety net for transports without wakeup support. */
+static void progress_wait_loop(void)
+{
+    struct timespec pause = {0, 1000L * (OSC_UCXX.progress_interval_us > 0
+                                             ? OSC_UCXX.progress_interval_us : 20)};
+    struct epoll_event ev;
+    uint64_t junk;
+
+    struct timespec nap = {0, 200000};
+    uint32_t polls = OSC_UCXX.app_polls - 1;
+    int quiet = 0;
+
+    while (!OSC_UCXX.progress_stop) {
+        /* The application is inside MPI and progresses the worker itself:
+         * stay out of its way (arming the worker while another thread
+         * progresses it was seen to stall TCP transfers for seconds). */
+        if (polls != OSC_UCXX.app_polls) {
+            polls = OSC_UCXX.app_polls;
+            quiet = 0;
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+        n += ompi_osc_ucxx_deferred_drain();
+        if (0 != n || ompi_osc_ucxx_deferred_pending() || ++quiet < 5) {
+            if (0 == n) nanosleep(&pause, NULL);
+            continue;
+        }
+        if (UCS_OK != ucp_worker_arm(OSC_UCXX.main_worker->ucp)) {
+            continue;  /* UCS_ERR_BUSY: events arrived meanwhile */
+        }
+        OSC_UCXX.progress_sleeping = 1;
+        opal_atomic_mb();
+        if (!ompi_osc_ucxx_deferred_pending() && !OSC_UCXX.progress_stop) {
+            (void) epoll_wait(OSC_UCXX.progress_efd, &ev, 1, 100);
+        }
+        OSC_UCXX.progress_sleeping = 0;
+        while (read(OSC_UCXX.progress_wake_fd, &junk, sizeof(junk)) > 0) {
+        }
+    }
+}
+
+void ompi_osc_ucxx_progress_wake(void)
+{
+    if (OPAL_UNLIKELY(OSC_UCXX.progress_sleeping)) {
+        uint64_t one = 1;
+        ssize_t w = write(OSC_UCXX.progress_wake_fd, &one, sizeof(one));
+        (void) w;
+    }
+}
+
+/* Wait mode's epoll set: the main worker's event fd and our eventfd.
+ * False (poll instead) where UCX cannot give the fd. */
+static bool progress_wait_setup(void)
+{
+    struct epoll_event ev = {.events = EPOLLIN};
+    int ucx_fd;
+
+    OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
+    if (UCS_OK != ucp_worker_get_efd(OSC_UCXX.main_worker->ucp, &ucx_fd)) {
+        return false;
+    }
+    OSC_UCXX.progress_efd = epoll_create1(EPOLL_CLOEXEC);
+    OSC_UCXX.progress_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (OSC_UCXX.progress_efd < 0 || OSC_UCXX.progress_wake_fd < 0 ||
+        0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, ucx_fd, &ev) ||
+        0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, OSC_UCXX.progress_wake_fd, &ev)) {
+        if (OSC_UCXX.progress_efd >= 0) close(OSC_UCXX.progress_efd);
+        if (OSC_UCXX.progress_wake_fd >= 0) close(OSC_UCXX.progress_wake_fd);
+        OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
+        return false;
+    }
+    return true;
+}
+
+/* The optional progress thread: serves peers (emulated RMA, active
+ * messages) while the application computes outside MPI. */
+static void *progress_thread_main(void *arg)
+{
+    struct timespec pause = {0, 1000L * OSC_UCXX.progress_interval_us};
+    if (OSC_UCXX.progress_wait) {
+        progress_wait_loop();
+        return NULL;
+    }
+    while (!OSC_UCXX.progress_stop) {
+        int n = ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
+        n += ompi_osc_ucxx_deferred_drain();
+        if (0 == n && OSC_UCXX.progress_interval_us > 0) {
+            nanosleep(&pause, NULL);
+        }
+    }
+    return NULL;
+}
+
+/* Progress joins opal_progress, and the progress thread starts if asked
+ * (the main worker exists). */
+int ompi_osc_ucxx_progress_start(void)
+{
+    if (OPAL_SUCCESS != opal_progress_register(ompi_osc_ucxx_progress)) {
+        return OMPI_ERROR;
+    }
+    OSC_UCXX.progress_registered = true;
+    if (OSC_UCXX.progress_wait && !progress_wait_setup()) {
+        OSC_UCXX_VERBOSE(1, "no UCX event fd: the progress thread polls");
+        OSC_UCXX.progress_wait = false;
+    }
+    if (OSC_UCXX.progress_thread) {
+        OSC_UCXX.progress_stop = false;
+        if (0 == pthread_create(&OSC_UCXX.progress_tid, NULL, progress_thread_main, NULL)) {
+            OSC_UCXX.progress_running = true;
+            OSC_UCXX_VERBOSE(10, "progress thread started");
+        } else {
+            OSC_UCXX_VERBOSE(1, "could not start the progress thread; continuing without");
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Finalize: no thread of ours progresses any more, opal_progress leaves us. */
+void ompi_osc_ucxx_progress_stop(void)
+{
+    if (OSC_UCXX.progress_running) {
+        OSC_UCXX.progress_stop = true;
+        opal_atomic_mb();
+        ompi_osc_ucxx_progress_wake();
+        pthread_join(OSC_UCXX.progress_tid, NULL);
+        OSC_UCXX.progress_running = false;
+    }
+    if (OSC_UCXX.progress_efd >= 0) {
+        close(OSC_UCXX.progress_efd);
+        close(OSC_UCXX.progress_wake_fd);
+        OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
+    }
+    if (OSC_UCXX.progress_registered) {
+        opal_progress_unregister(ompi_osc_ucxx_progress);
+        OSC_UCXX.progress_registered = false;
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Progress */
+
+/* Registered with opal_progress: the main worker serves peers; the calling
+ * thread's worker and any worker with request-based operations in flight
+ * complete our own operations (a request may be waited on by any thread). */
+int ompi_osc_ucxx_progress(void)
+{
+    ompi_osc_ucxx_tls_t *tls = NULL;
+    ompi_osc_ucxx_worker_t *self = OSC_UCXX.only_worker;  /* (no TLS read) */
+    int count;
+
+    if (NULL == OSC_UCXX.main_worker) {
+        return 0;
+    }
+    if (OSC_UCXX.progress_running) {
+        OSC_UCXX.app_polls++;   /* (racy on purpose: any change will do) */
+    }
+    count = ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
+    if (ompi_osc_ucxx_deferred_pending()) {
+        count += ompi_osc_ucxx_drain_hook();
+    }
+    if (OPAL_UNLIKELY(0 != ompi_osc_ucxx_pongs_due)) {
+        ompi_osc_ucxx_quiesce_serve();
+    }
+    if (NULL == self) {
+        tls = &ompi_osc_ucxx_tls;
+        self = tls->worker;
+    }
+    if (NULL != self && self != OSC_UCXX.main_worker) {
+        count += ucp_worker_progress(self->ucp);
+    }
+    int n = OSC_UCXX.num_workers;
+    opal_atomic_rmb();  /* the array read next holds at least n workers */
+    ompi_osc_ucxx_worker_t **workers = OSC_UCXX.workers;
+    for (int i = 1; i < n; ++i) {
+        ompi_osc_ucxx_worker_t *w = workers[i];
+        if (w->pending > 0 && w != self) {
+            count += ompi_osc_ucxx_worker_progress_shared(w);
+        }
+    }
+    if (UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode) {
+        /* Threads may outnumber cores (processes are Open MPI's business:
+         * mpi_yield_when_idle), so a long idle spin here gives the core
+         * away, but once per osc_ucxx_yield_after idle polls, not in every
+         * poll after them as our own wait loops do: this count spans every
+         * wait of the thread, Open MPI's too, and yielding in each poll of
+         * a short one (the barrier of a fence) made fences several times
+         * slower under MPI_THREAD_MULTIPLE. */
+        if (NULL == tls) tls = &ompi_osc_ucxx_tls;
+        if (count > 0) {
+            tls->idle = 0;
+        } else if (OSC_UCXX.yield_after > 0 && ++tls->idle >= OSC_UCXX.yield_after) {
+            tls->idle = 0;
+            sched_yield();
+        }
+    }
+    return count;
+}
+
+/* Wait for a UCX request issued on `worker`, progressing it and the rest of
+ * the library (a peer may need us to serve it before it can answer). */
+int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req)
+{
+    ucs_status_t status;
+    int spins = 0, idle = 0;
+
+    if (!UCS_PTR_IS_PTR(req)) {
+        return UCS_PTR_IS_ERR(req) ? OMPI_ERROR : OMPI_SUCCESS;
+    }
+    while (UCS_INPROGRESS == (status = ucp_request_check_status(req))) {
+        int n = ucp_worker_progress(worker->ucp);
+        if (++spins == OSC_UCXX.post_poll_interval) {
+            spins = 0;
+            opal_progress();
+        }
+        ompi_osc_ucxx_backoff(&idle, n);
+    }
+    ucp_request_free(req);
+    if (UCS_OK != status) {
+        OSC_UCXX_VERBOSE(1, "UCX operation failed: %s", ucs_status_string(status));
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
