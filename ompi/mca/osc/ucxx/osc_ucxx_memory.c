@@ -7,7 +7,7 @@
  * Peers on the node reach what UCX allocated by loads and stores (UCX's
  * sysv transport: a shared-memory segment each), and a peer keeps the rkeys
  * it unpacked by the allocation's serial number, so that the next window on
- * the same allocation maps nothing new (osc_ucxx_worker.c,
+ * the same allocation maps nothing new (osc_ucxx_rkey.c,
  * ompi_osc_ucxx_rkey_take).  Two ways of not paying a segment per window
  * follow from that:
  *
@@ -46,7 +46,7 @@ static uint32_t next_serial(void)
     return (uint32_t) ompi_osc_ucxx_add32((int32_t *) &OSC_UCXX.alloc_serial, 1);
 }
 
-/* `serial`: a new allocation's number (osc_ucxx_worker.c: peers keep their
+/* `serial`: a new allocation's number (osc_ucxx_rkey.c: peers keep their
  * rkeys by it), where it is keepable; others have none, so that no peer
  * keeps one mapped after it is given back (a loop of 100 MiB windows would
  * have left peers up to 64 of them). */

@@ -17,9 +17,10 @@
  *                       counters) and the CPU-vs-UCX atomics policy
  *   osc_ucxx_epoch.h    access epochs: which targets an operation may reach
  *   then the concerns that use them: osc_ucxx_request.h, osc_ucxx_am.h,
- *   osc_ucxx_dynamic.h, osc_ucxx_share.h, osc_ucxx_prefault.h, osc_ucxx_cma.h,
- *   osc_ucxx_dt.h,
- *   and osc_ucxx.h (the osc entry points the module table names).
+ *   osc_ucxx_complete.h, osc_ucxx_dynamic.h, osc_ucxx_share.h,
+ *   osc_ucxx_prefault.h, osc_ucxx_cma.h, osc_ucxx_dt.h, and osc_ucxx.h (the
+ *   osc entry points the module table names).  docs/architecture.md has the
+ *   .c files' layers.
  *
  * Error codes: functions return OMPI_SUCCESS or an OMPI_ERR_* code where
  * Open MPI has one for the class (RMA_SYNC, RMA_RANGE, RMA_ATTACH,
@@ -61,7 +62,7 @@ BEGIN_C_DECLS
 
 /* Every object, by name (defined in the layer that owns it). */
 typedef struct ompi_osc_ucxx_worker_t ompi_osc_ucxx_worker_t;     /* worker.h */
-typedef struct ompi_osc_ucxx_rkey_t ompi_osc_ucxx_rkey_t;         /* worker.c */
+typedef struct ompi_osc_ucxx_rkey_t ompi_osc_ucxx_rkey_t;         /* rkey.c */
 typedef struct ompi_osc_ucxx_module_t ompi_osc_ucxx_module_t;     /* window.h: the core */
 typedef struct ompi_osc_ucxx_view_t ompi_osc_ucxx_view_t;         /* window.h: a handle */
 typedef struct ompi_osc_ucxx_peer_t ompi_osc_ucxx_peer_t;         /* target.h */
@@ -72,7 +73,7 @@ typedef struct ompi_osc_ucxx_target_t ompi_osc_ucxx_target_t;     /* target.h */
 typedef struct ompi_osc_ucxx_epoch_t ompi_osc_ucxx_epoch_t;       /* epoch.h */
 typedef struct ompi_osc_ucxx_request_t ompi_osc_ucxx_request_t;   /* request.h */
 typedef struct ompi_osc_ucxx_shseg_t ompi_osc_ucxx_shseg_t;       /* share.h */
-typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam.c */
+typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam_internal.h */
 typedef struct ompi_osc_ucxx_shared_comm_t ompi_osc_ucxx_shared_comm_t;  /* wcomm.c */
 typedef struct ompi_osc_ucxx_audit_t ompi_osc_ucxx_audit_t;       /* audit.c */
 
@@ -96,7 +97,7 @@ typedef struct ompi_osc_ucxx_component_t {
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
     bool progress_thread;     /* serve peers from a thread of our own */
     int progress_interval_us; /* its sleep when there was nothing to do */
-    bool early_start;         /* bring UCX up during MPI_Init (osc_ucxx_worker.c) */
+    bool early_start;         /* bring UCX up during MPI_Init (osc_ucxx_early.c) */
     bool prefault;            /* populate peers' mapped chunks before large copies (comm.c) */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
     bool keep_comm;           /* windows' communicators shared or kept (osc_ucxx_wcomm.c) */
@@ -228,7 +229,7 @@ static inline int64_t ompi_osc_ucxx_add64(volatile int64_t *p, int64_t v)
     return *p += v;
 }
 
-/* Inside a user active-message handler (osc_ucxx_uam.c): the component's
+/* Inside a user active-message handler (osc_ucxx_uam_exec.c): the component's
  * calls return MPI_ERR_OTHER there, and no handler runs inside another.
  * The process-wide count is tested first: a thread-local variable of a
  * dlopen()ed library costs a __tls_get_addr call, which every RMA operation

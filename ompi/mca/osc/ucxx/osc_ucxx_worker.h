@@ -100,7 +100,7 @@ void ompi_osc_ucxx_main_address_release(void);
 /* A peer's rkey for its allocation numbered `serial` (the peer's count of
  * UCX allocations, published at window creation; 0: not cacheable, unpacked
  * and destroyed each time), unpacked on the worker's endpoint `ep` to the
- * peer, or the one kept from an earlier window (osc_ucxx_worker.c: why).
+ * peer, or the one kept from an earlier window (osc_ucxx_rkey.c: why).
  * `bytes`: about how much of the peer's memory it maps (what keeping it
  * idle may hold).  Every take is matched by a give (proc NULL: in
  * finalize, before the worker goes, which destroys what it kept). */
