@@ -4,7 +4,7 @@
  *
  * User active messages: MPIX_Am, MPIX_Amv, MPIX_Ram, MPIX_Ramv (mpix_ucxx.h),
  * after X. Zhao's MPI-interoperable active messages (thesis, 2016, ch. 6-8;
- * design and semantics S1-S30 in the project's design notes).
+ * docs/active-messages.md has the design and the semantics S1-S30).
  *
  * An AM runs a registered handler on a target's persistent region for
  * num_segments input segments, producing as many output segments.  It runs
