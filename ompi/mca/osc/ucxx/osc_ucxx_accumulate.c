@@ -121,9 +121,8 @@ static void combine(const ompi_osc_ucxx_acc_t *a, const void *origin, const void
 
 /* The one CPU instruction that is this op on this element, where there is
  * one (native_atomic: fetch-add, -and, -or, -xor on integers, exchange; a
- * load for no-op); false: a compare-and-swap loop does it (cpu_element).
- * (Through the loop, an 8 B fetch_and_op + flush under acc_single_intrinsic
- * took 28.7 ns, more than under the stripe's exclusion.) */
+ * load for no-op); false: a compare-and-swap loop does it (cpu_element),
+ * which costs more than the stripe's exclusion would. */
 static inline __opal_attribute_always_inline__ bool
 cpu_native(const ompi_osc_ucxx_acc_t *a, char *tgt, const char *origin, char *result)
 {
@@ -592,10 +591,9 @@ int ompi_osc_ucxx_acc(ompi_osc_ucxx_view_t *view, const void *origin_addr,
  * on every side, to a peer's memory mapped here whole, in an epoch that
  * opened it (ompi_osc_ucxx_mapped_access): applied at once, as the general
  * path would apply them, without its prologue (epoch check, range, worker,
- * path, decisions).  An 8 B MPI_Accumulate + flush took 52 ns through that
- * prologue, 32 through acc_fast, 30 through acc_short (osc/sm: 25); the
- * exclusion itself is ~3.  Everything else, and every error, takes the
- * general path. */
+ * path, decisions), which costs more than the exclusion and the arithmetic
+ * of a short accumulate together.  Everything else, and every error, takes
+ * the general path. */
 
 /* Would the general path apply it here at once, with nothing to wait for or
  * to report first?  (Ordered accumulates: no UCX atomic of this thread's
@@ -670,8 +668,8 @@ static __opal_attribute_noinline__ void audit_fast(ompi_osc_ucxx_view_t *view, i
  * known from its first use), in an epoch on it, with nothing of ours
  * between (mapped_access's conditions for such a peer).  NULL: not that
  * case, short_target checks it all.  (One peer pointer and no flavor,
- * edge or mapping tests: an 8 B MPI_Accumulate + flush, 512 instructions
- * through ompi_osc_ucxx_mapped_access, 474 so; osc/sm 386.) */
+ * edge or mapping tests: fewer instructions than through
+ * ompi_osc_ucxx_mapped_access.) */
 static inline __opal_attribute_always_inline__ char *
 short_whole(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp, size_t size,
             ompi_osc_ucxx_state_t **state, uint32_t *mask)
@@ -696,9 +694,9 @@ short_whole(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp, size_t s
     return peer->direct_data + off;
 }
 
-/* Runs up to this long take their stripes at once (64 B with a flush: 36 ns,
- * against 42 through contig_held's moving span and a kernel call); longer
- * ones hold a moving span. */
+/* Runs up to this long take their stripes at once (cheaper than
+ * contig_held's moving span and a kernel call); longer ones hold a moving
+ * span. */
 #define FEW_BYTES 512
 
 /* The commonest accumulates (MPI_Fetch_and_op, MPI_Compare_and_swap,
@@ -745,7 +743,7 @@ short_target(ompi_osc_ucxx_view_t *view, ompi_op_t *op, ompi_datatype_t *dt, int
 }
 
 /* acc_short's runs that short_apply does not take: acc_run's kernels (out
- * of line: its descriptor on acc_short's stack cost single elements 1 ns). */
+ * of line: its descriptor on acc_short's stack slowed single elements). */
 static __opal_attribute_noinline__ void long_run(ompi_op_t *op, ompi_datatype_t *dt, char *tgt,
                                                  const void *origin, void *result, size_t n)
 {
@@ -757,8 +755,8 @@ static __opal_attribute_noinline__ void long_run(ompi_op_t *op, ompi_datatype_t 
 
 /* An accumulate-family run: inline where short_kind says so and it is
  * short (osc_ucxx_acc.h), else through acc_run (the kernels); false: not
- * here.  (Runs of 512 B to 2 KiB + flush took 3-5 ns less here than
- * through acc_fast.)  `vw`: the vector bytes of the calling entry point
+ * here (runs up to a few KiB are faster here than through acc_fast).
+ * `vw`: the vector bytes of the calling entry point
  * (ompi_osc_ucxx_acc_entries): wider vectors take longer runs inline. */
 static inline __opal_attribute_always_inline__ bool
 acc_short(ompi_osc_ucxx_view_t *view, const void *origin, void *result, int target,
@@ -819,8 +817,7 @@ cas_short(ompi_osc_ucxx_view_t *view, const void *origin, const void *compare, v
 }
 
 /* acc_short with a single element apart: compiled for a count of 1, its
- * loops and mask fold away (an 8 B MPI_Accumulate + flush: 27.8 ns,
- * against 31.1 through the general count). */
+ * loops and mask fold away, which the general count's cannot. */
 static inline __opal_attribute_always_inline__ bool
 acc_short_count(ompi_osc_ucxx_view_t *view, const void *origin, void *result, int target,
                 ptrdiff_t disp, int count, ompi_datatype_t *dt, ompi_op_t *op, unsigned vw)
@@ -983,10 +980,8 @@ int ompi_osc_ucxx_get_accumulate(const void *origin_addr, int origin_count,
 
 /* The same two compiled for AVX2 and for AVX-512: sums of up to
  * OSC_UCXX_SHORT_WIDE_MAX bytes inline, 32 or 64 bytes an instruction, as
- * Open MPI's AVX op component adds them for osc/sm (a 512 B uint64 sum +
- * flush on a Zen 5 core: 35.7 ns through the kernels, 32.0 inline; 256 B:
- * 27.4 with 16-byte vectors, 25.0).  Everything they inline that is not a
- * sum compiles as in the baseline entry points. */
+ * Open MPI's AVX op component adds them for osc/sm.  Everything they
+ * inline that is not a sum compiles as in the baseline entry points. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define OSC_UCXX_ACC_WIDE(VW, TARGET)                                                          \
     __attribute__((target(TARGET))) static int accumulate_##VW(                                \
