@@ -5,7 +5,9 @@
 # List line format (test/*.list):   program  NPLIST  [args...]
 #   e.g.  putget  2,4  --iters 100
 # `--mca NAME VALUE` among the args is an MCA parameter of the run: it goes
-# to mpirun (before the program), the other args go to the program.
+# to mpirun (before the program); `--tune NAME=VALUE` changes one of the
+# component's internal settings (OSC_UCXX_TEST_TUNE, a test hook: see
+# osc_ucxx_component.c); the other args go to the program.
 # A program named *.sh is a script in test/ that runs mpirun itself; it gets
 # NP and the mpirun arguments (and finds the programs in $TEST_BINDIR).
 # Lines starting with '#' are comments.
@@ -23,6 +25,9 @@
 #                       default transports: shared memory inside a host, TCP
 #                       between hosts.  The transport set is then "hostsN";
 #                       scripts (*.sh) that run mpirun themselves are skipped.
+#                       With a delay between the hosts (hosts.sh --delay;
+#                       HOSTS_DELAY_US, else what `hosts.sh delay` says) the
+#                       jobs get TU_DELAY_US (wire_delay checks it).
 #   MPIRUN_ARGS=...     extra mpirun arguments
 # Prints one PASS/FAIL line per run and the closing line "N passed, N failed".
 set -u
@@ -40,9 +45,12 @@ OSC=${OSC:-ucxx}
 export TU_FLAVORS=${TU_FLAVORS:-create,allocate,dynamic,shared}
 HOSTS=${HOSTS:-0}
 mpirun_cmd=(mpirun)
+delay_env=()
 if [ "$HOSTS" -gt 1 ]; then
     TRANSPORTS=hosts$HOSTS
     mpirun_cmd=("$here/hosts.sh" mpirun --map-by node)
+    delay=${HOSTS_DELAY_US:-$("$here/hosts.sh" delay)}
+    [ -n "$delay" ] && delay_env=(-x TU_DELAY_US="$delay")
 fi
 TRANSPORTS=${TRANSPORTS:-"shm tcp"}
 TESTS=${TESTS:-.}
@@ -59,7 +67,7 @@ for transport in $TRANSPORTS; do
     case $transport in
         shm) tls_env=() ;;
         tcp) tls_env=(-x UCX_TLS=tcp,self) ;;
-        hosts[0-9]*) tls_env=(-x TU_HOSTS="$HOSTS") ;;   # (tests scale down as over tcp)
+        hosts[0-9]*) tls_env=(-x TU_HOSTS="$HOSTS" "${delay_env[@]}") ;;   # (tests scale down as over tcp)
         *) echo "run-tests.sh: unknown transport set '$transport'" >&2; exit 2 ;;
     esac
     while read -r prog nps args; do
@@ -67,14 +75,17 @@ for transport in $TRANSPORTS; do
         [[ $prog =~ $TESTS ]] || continue
         # --mca NAME VALUE: to mpirun; everything else: to the program
         read -ra words <<<"$args"
-        mca_args=(); prog_args=()
+        mca_args=(); prog_args=(); tune=""
         for ((i = 0; i < ${#words[@]}; i++)); do
             if [ "${words[i]}" = --mca ] && [ $((i + 2)) -lt ${#words[@]} ]; then
                 mca_args+=(--mca "${words[i + 1]}" "${words[i + 2]}"); i=$((i + 2))
+            elif [ "${words[i]}" = --tune ] && [ $((i + 1)) -lt ${#words[@]} ]; then
+                tune=${tune:+$tune,}${words[i + 1]}; i=$((i + 1))
             else
                 prog_args+=("${words[i]}")
             fi
         done
+        [ -n "$tune" ] && mca_args+=(-x "OSC_UCXX_TEST_TUNE=$tune")
         for np in ${nps//,/ }; do
             name="$prog.np$np.$transport${args:+ $args}"
             tag=$(printf '%s' "$args" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//;s/_*$//')
