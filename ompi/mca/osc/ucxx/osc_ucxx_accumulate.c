@@ -262,8 +262,10 @@ static int ucx_element(ompi_osc_ucxx_acc_t *a, uint64_t remote, const char *orig
 static void mapped_hold(ompi_osc_ucxx_acc_t *a, ompi_osc_ucxx_hold_t *h)
 {
     ompi_osc_ucxx_target_t *t = a->t;
-    ompi_osc_ucxx_hold_init(h, ompi_osc_ucxx_direct_state(t->module, t->rank), t->peer->acc_shift,
-                            (char *) (uintptr_t) (t->peer->base + t->path.delta),
+    ompi_osc_ucxx_hold_init(h, ompi_osc_ucxx_direct_state(t->module, t->rank),
+                            ompi_osc_ucxx_peer_acc_shift(t->module, t->rank),
+                            (char *) (uintptr_t) (ompi_osc_ucxx_peer_base(t->module, t->rank) +
+                                                  t->path.delta),
                             (char *) (uintptr_t) (t->hi + t->path.delta));
 }
 
@@ -393,8 +395,12 @@ static int order_before(ompi_osc_ucxx_acc_t *a, bool by_message)
     }
     if (by_message) {
         /* messages stay in order on the endpoint; earlier UCX operations on
-         * it are completed first (nothing to do when none is outstanding) */
-        return ompi_osc_ucxx_flush_link(t->module, t->worker, t->path.link);
+         * it are completed first (nothing to do when none is outstanding,
+         * or no link was made: a path by cross-memory attach) */
+        ompi_osc_ucxx_link_t *link = NULL != t->path.link
+                                         ? t->path.link
+                                         : ompi_osc_ucxx_link_made(t->module, t->worker, t->rank);
+        return NULL == link ? OMPI_SUCCESS : ompi_osc_ucxx_flush_link(t->module, t->worker, link);
     }
     ompi_osc_ucxx_wait_messages(t->module);
     if (OPAL_LIKELY(!t->worker->acc_fence)) {
@@ -482,7 +488,7 @@ static bool cpu_atomic(ompi_osc_ucxx_target_t *t, int *rc)
     } else if (t->path.mapped) {  /* (wholly mapped: no link resolved) */
         t->path.link = ompi_osc_ucxx_link(module, t->worker, t->rank);
         if (NULL == t->path.link) *rc = OMPI_ERR_UNREACH;
-        else t->path.rkey = t->path.link->data_rkey;
+        else t->path.rkey = ompi_osc_ucxx_link_data_rkey(module, t->path.link, t->rank);
     }
     return false;
 }
@@ -492,7 +498,7 @@ static inline void audit_single(ompi_osc_ucxx_module_t *module, int target, uint
                                 unsigned kind)
 {
     ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_DATA,
-                        remote - module->peers[target].base, kind);
+                        remote - ompi_osc_ucxx_peer_base(module, target), kind);
 }
 
 /* n elements, predefined on every side: no layout walk. */
@@ -623,7 +629,6 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
             ompi_osc_ucxx_hold_t *h, bool *lockfree)
 {
     ompi_osc_ucxx_module_t *module = view->core;
-    ompi_osc_ucxx_peer_t *peer;
     ompi_osc_ucxx_state_t *state;
     uint64_t offset;
     size_t size;
@@ -632,8 +637,8 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     if (NULL == p || NULL == (state = ompi_osc_ucxx_direct_state(module, target))) {
         return NULL;
     }
-    peer = &module->peers[target];
-    offset = (uint64_t) disp * peer->disp_unit;  /* (the access checked the product) */
+    /* (the access checked the product) */
+    offset = (uint64_t) disp * ompi_osc_ucxx_peer_disp(module, target);
     a->t = NULL;
     a->req = NULL;
     a->op = op;
@@ -642,12 +647,12 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     ompi_osc_ucxx_acc_geometry(a);
     ompi_osc_ucxx_prefault(module, target, p, (size_t) (count - 1) * a->ext + a->width, true);
     *lockfree = 1 == count && OSC_UCXX_SINGLE_STRIPES != view->single_kind && a->hw &&
-                0 == (peer->base + offset) % a->esize;
+                0 == (ompi_osc_ucxx_peer_base(module, target) + offset) % a->esize;
     if (*lockfree && OSC_UCXX_SINGLE_CPU != view->single_kind) {
         return NULL;
     }
     /* stripes count from the window's base (a dynamic window's: address 0) */
-    ompi_osc_ucxx_hold_init(h, state, peer->acc_shift, p - offset,
+    ompi_osc_ucxx_hold_init(h, state, ompi_osc_ucxx_peer_acc_shift(module, target), p - offset,
                             p + (size_t) (count - 1) * a->ext + a->width);
     return p;
 }
@@ -658,9 +663,11 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
 static __opal_attribute_noinline__ void audit_fast(ompi_osc_ucxx_view_t *view, int target,
                                                    ptrdiff_t disp, bool lockfree)
 {
-    ompi_osc_ucxx_peer_t *peer = &view->core->peers[target];
-    uint64_t offset = view->memhandle ? view->mh_base + (uint64_t) disp * view->mh_disp_unit
-                                      : peer->base + (uint64_t) disp * peer->disp_unit;
+    ompi_osc_ucxx_module_t *module = view->core;
+    uint64_t offset = view->memhandle
+                          ? view->mh_base + (uint64_t) disp * view->mh_disp_unit
+                          : ompi_osc_ucxx_peer_base(module, target) +
+                                (uint64_t) disp * ompi_osc_ucxx_peer_disp(module, target);
     audit_single(view->core, target, offset,
                  lockfree ? OSC_UCXX_AUDIT_CPU : OSC_UCXX_AUDIT_STRIPE);
 }
@@ -677,22 +684,25 @@ short_whole(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp, size_t s
             ompi_osc_ucxx_state_t **state, uint32_t *mask)
 {
     ompi_osc_ucxx_peer_t *peer;
-    uint64_t off;
+    uint64_t off, peer_size;
 
     if (OPAL_UNLIKELY((unsigned) target >= (unsigned) module->size || disp < 0 || 0 == size)) {
         return NULL;
     }
     peer = &module->peers[target];
+    peer_size = ompi_osc_ucxx_peer_size(module, target);
     if (OPAL_UNLIKELY(!(peer->access & OSC_UCXX_TGT_READY) ||
                       !__atomic_load_n(&peer->whole, __ATOMIC_ACQUIRE) ||
                       module->am_outstanding > 0 || OSC_UCXX_IN_HANDLER() ||
-                      __builtin_mul_overflow((uint64_t) disp, (uint64_t) peer->disp_unit,
+                      __builtin_mul_overflow((uint64_t) disp,
+                                             (uint64_t) ompi_osc_ucxx_peer_disp(module, target),
                                              &off) ||
-                      off > peer->size || size > peer->size - off)) {
+                      off > peer_size || size > peer_size - off)) {
         return NULL;
     }
     *state = peer->direct_state;
-    *mask = ompi_osc_ucxx_stripe_mask(peer->acc_shift, off, off + size);
+    *mask = ompi_osc_ucxx_stripe_mask(ompi_osc_ucxx_peer_acc_shift(module, target), off,
+                                      off + size);
     return peer->direct_data + off;
 }
 
@@ -736,8 +746,9 @@ short_target(ompi_osc_ucxx_view_t *view, ompi_op_t *op, ompi_datatype_t *dt, int
         return NULL;
     }
     /* stripes count from the window's base (a dynamic window's: address 0) */
-    off = (uint64_t) disp * module->peers[target].disp_unit;
-    *mask = ompi_osc_ucxx_stripe_mask(module->peers[target].acc_shift, off, off + size);
+    off = (uint64_t) disp * ompi_osc_ucxx_peer_disp(module, target);
+    *mask = ompi_osc_ucxx_stripe_mask(ompi_osc_ucxx_peer_acc_shift(module, target), off,
+                                      off + size);
     if (OPAL_UNLIKELY(ompi_osc_ucxx_audit_on) && 1 == count) {
         audit_fast(view, target, disp, false);
     }
