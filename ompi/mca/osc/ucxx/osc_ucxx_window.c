@@ -452,7 +452,9 @@ static int keep_published(ompi_osc_ucxx_module_t *module, const wire_info_t *all
 
 /* Which peers we may not map (some process has no shared memory, or
  * belongs to another user), where not all may; and how to map the peers on
- * the node that are not in the modex. */
+ * the node, from the exchange even where the modex has it too (a modex
+ * lookup asks the local server: a round trip per peer at the first
+ * access). */
 static int keep_mapping(ompi_osc_ucxx_module_t *module, const wire_info_t *all, bool all_mappable)
 {
     const wire_info_t *me = &all[module->rank];
@@ -467,7 +469,7 @@ static int keep_mapping(ompi_osc_ucxx_module_t *module, const wire_info_t *all, 
     }
     for (int i = 0; i < module->size; ++i) {
         ompi_proc_t *proc;
-        if (i == module->rank || (all[i].flags & WIRE_IN_MODEX) || 0 == all[i].id.pid) continue;
+        if (i == module->rank || 0 == all[i].id.pid) continue;
         proc = ompi_comm_peer_lookup(module->comm, i);
         if (OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
             ompi_osc_ucxx_ptab_set_identity(proc, &all[i].id);
