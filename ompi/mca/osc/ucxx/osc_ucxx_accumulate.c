@@ -485,7 +485,8 @@ static bool cpu_atomic(ompi_osc_ucxx_target_t *t, int *rc)
         if (t->rank == module->rank) {
             *rc = ompi_osc_ucxx_dyn_resolve_self(module, t->worker, t->lo, t->hi, &t->path);
         }
-    } else if (t->path.mapped) {  /* (wholly mapped: no link resolved) */
+    } else if (t->path.mapped || NULL == t->path.link) {
+        /* (wholly mapped, or reached by cross-memory attach: no link resolved) */
         t->path.link = ompi_osc_ucxx_link(module, t->worker, t->rank);
         if (NULL == t->path.link) *rc = OMPI_ERR_UNREACH;
         else t->path.rkey = ompi_osc_ucxx_link_data_rkey(module, t->path.link, t->rank);
