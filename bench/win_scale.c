@@ -6,7 +6,8 @@
  *
  * Every rank, in order (a barrier before each step, /proc/self/status read
  * around it):
- *   create  W windows of SIZE bytes (default 10 x 4 KiB), each timed alone;
+ *   create  W windows of SIZE bytes (default 10 x 4 KiB), each timed alone
+ *           (wall and the thread's CPU time: the first window, the median);
  *   first   on window 0: MPI_Win_lock_all, an 8-byte MPI_Put to every rank
  *           (itself included, starting at rank+1), MPI_Win_unlock_all;
  *   second  the same on window 1, the first epoch there (what a peer costs
@@ -186,7 +187,8 @@ static mem_t first_epoch(bench_win_t *w, int id, uint64_t *src, const char *what
 
 /* The per-rank figures, in the order of the columns. */
 enum {
-    F_CREATE_US, F_CREATE_FIRST_US, F_CREATE_KIB, F_CREATE_VM_KIB,
+    F_CREATE_US, F_CREATE_FIRST_US, F_CREATE_CPU_US, F_CREATE_FIRST_CPU_US, F_CREATE_KIB,
+    F_CREATE_VM_KIB,
     /* a first epoch's figures, in this order (first_epoch) */
     F_FIRST_US, F_FIRST_CPU_US, F_FIRST_KIB, F_FIRST_ANON_KIB, F_FIRST_SHM_KIB, F_FIRST_VM_KIB,
     F_FIRST_FLT,
@@ -197,7 +199,8 @@ enum {
     F_COUNT
 };
 static const char *names[F_COUNT] = {
-    "create_us", "create_first_us", "create_KiB", "create_vm_KiB",
+    "create_us", "create_first_us", "create_cpu_us", "create_first_cpu_us", "create_KiB",
+    "create_vm_KiB",
     "first_us", "first_cpu_us", "first_KiB", "first_anon_KiB", "first_shm_KiB", "first_vm_KiB",
     "first_faults",
     "second_us", "second_cpu_us", "second_KiB", "second_anon_KiB", "second_shm_KiB",
@@ -223,7 +226,7 @@ int main(int argc, char **argv)
     bench_opts_t o;
     bench_win_t *wins;
     mem_t m0, m1, a, b, mfirst, msecond, mrest;
-    double f[F_COUNT], *all = NULL, *tc, *tw, *tr, cpu;
+    double f[F_COUNT], *all = NULL, *tc, *tcc, *tw, *tr, cpu;
     uint64_t *src;
     size_t size;
     int nw, iters, id = 0;
@@ -248,10 +251,11 @@ int main(int argc, char **argv)
 
     wins = calloc((size_t) nw, sizeof(*wins));
     tc = calloc((size_t) nw, sizeof(double));
+    tcc = calloc((size_t) nw, sizeof(double));
     tw = calloc((size_t) iters, sizeof(double));
     tr = calloc((size_t) nw, sizeof(double));
     src = bench_alloc(sizeof(uint64_t));  /* (the put's origin buffer, kept to the end) */
-    if (!wins || !tc || !tw || !tr) bench_die("out of memory");
+    if (!wins || !tc || !tcc || !tw || !tr) bench_die("out of memory");
 
     /* create */
     MPI_Barrier(MPI_COMM_WORLD);
@@ -260,7 +264,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < nw; i++) {
         int rc;
         MPI_Barrier(MPI_COMM_WORLD);
+        cpu = thread_cpu();
         rc = bench_win_create(&wins[i], size, o.flavor, MPI_COMM_WORLD);
+        tcc[i] = thread_cpu() - cpu;
         if (rc != MPI_SUCCESS) {
             if (i == 0) {
                 free(wins);
@@ -275,6 +281,8 @@ int main(int argc, char **argv)
     a = mem_now();
     f[F_CREATE_FIRST_US] = 1e6 * tc[0];
     f[F_CREATE_US] = 1e6 * bench_median(tc, nw);
+    f[F_CREATE_FIRST_CPU_US] = 1e6 * tcc[0];
+    f[F_CREATE_CPU_US] = 1e6 * bench_median(tcc, nw);
     f[F_CREATE_KIB] = mem_diff(m0, a).rss / nw;
     f[F_CREATE_VM_KIB] = mem_diff(m0, a).vm / nw;
     smaps_dump("0-created");
@@ -376,6 +384,7 @@ int main(int argc, char **argv)
 
     free(wins);
     free(tc);
+    free(tcc);
     free(tw);
     free(tr);
     free(src);

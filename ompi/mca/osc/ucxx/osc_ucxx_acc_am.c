@@ -392,7 +392,7 @@ int ompi_osc_ucxx_acc_am(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_c
     bool cas = NULL != compare_addr;
     bool have_origin = !ompi_osc_ucxx_is_no_op(a->op) && NULL != origin_dt;
     uint32_t flags = (a->fetch ? ACC_AM_FETCH : 0) | (cas ? ACC_AM_CAS : 0);
-    uint64_t base = a->t->peer->base, first = 0;
+    uint64_t base = ompi_osc_ucxx_peer_base(a->t->module, a->t->rank), first = 0;
     uint64_t total = (uint64_t) target_count * target_dt->super.size / a->esize;
     acc_msg_t m = {.hdr = NULL, .per_elem = have_origin ? a->ext * (cas ? 2 : 1) : 0};
     acc_pending_t *p = pending_new(a, result_addr, result_count, result_dt);

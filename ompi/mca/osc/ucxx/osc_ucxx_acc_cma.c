@@ -183,8 +183,9 @@ int ompi_osc_ucxx_acc_cma(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_
     }
     c.a = a;
     c.pid = t->path.cma;
-    c.shift = t->peer->acc_shift;
-    c.sbase = MPI_WIN_FLAVOR_DYNAMIC == t->module->flavor ? 0 : t->peer->base;
+    c.shift = ompi_osc_ucxx_peer_acc_shift(t->module, t->rank);
+    c.sbase = MPI_WIN_FLAVOR_DYNAMIC == t->module->flavor
+                  ? 0 : ompi_osc_ucxx_peer_base(t->module, t->rank);
     c.buf = stack;
     c.cap = sizeof(stack);
     if (bytes > c.cap) {   /* a buffer for one span, or for all of it */

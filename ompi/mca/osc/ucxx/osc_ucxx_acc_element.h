@@ -99,7 +99,7 @@ static inline void ompi_osc_ucxx_acc_audit_single(ompi_osc_ucxx_module_t *module
                                 unsigned kind)
 {
     ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_DATA,
-                        remote - module->peers[target].base, kind);
+                        remote - ompi_osc_ucxx_peer_base(module, target), kind);
 }
 
 /* One CPU atomic (a compare-and-swap loop where no instruction is the op). */

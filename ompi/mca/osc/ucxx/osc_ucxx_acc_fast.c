@@ -51,7 +51,6 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
             ompi_osc_ucxx_hold_t *h, bool *lockfree)
 {
     ompi_osc_ucxx_module_t *module = view->core;
-    ompi_osc_ucxx_peer_t *peer;
     ompi_osc_ucxx_state_t *state;
     uint64_t offset;
     size_t size;
@@ -60,8 +59,8 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     if (NULL == p || NULL == (state = ompi_osc_ucxx_direct_state(module, target))) {
         return NULL;
     }
-    peer = &module->peers[target];
-    offset = (uint64_t) disp * peer->disp_unit;  /* (the access checked the product) */
+    /* (the access checked the product) */
+    offset = (uint64_t) disp * ompi_osc_ucxx_peer_disp(module, target);
     a->t = NULL;
     a->req = NULL;
     a->op = op;
@@ -70,12 +69,12 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
     ompi_osc_ucxx_acc_geometry(a);
     ompi_osc_ucxx_prefault(module, target, p, (size_t) (count - 1) * a->ext + a->width, true);
     *lockfree = 1 == count && OSC_UCXX_SINGLE_STRIPES != view->single_kind && a->hw &&
-                0 == (peer->base + offset) % a->esize;
+                0 == (ompi_osc_ucxx_peer_base(module, target) + offset) % a->esize;
     if (*lockfree && OSC_UCXX_SINGLE_CPU != view->single_kind) {
         return NULL;
     }
     /* stripes count from the window's base (a dynamic window's: address 0) */
-    ompi_osc_ucxx_hold_init(h, state, peer->acc_shift, p - offset,
+    ompi_osc_ucxx_hold_init(h, state, ompi_osc_ucxx_peer_acc_shift(module, target), p - offset,
                             p + (size_t) (count - 1) * a->ext + a->width);
     return p;
 }
@@ -86,9 +85,11 @@ fast_target(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_acc_t *a, ompi_op_t *op,
 static __opal_attribute_noinline__ void audit_fast(ompi_osc_ucxx_view_t *view, int target,
                                                    ptrdiff_t disp, bool lockfree)
 {
-    ompi_osc_ucxx_peer_t *peer = &view->core->peers[target];
-    uint64_t offset = view->memhandle ? view->mh_base + (uint64_t) disp * view->mh_disp_unit
-                                      : peer->base + (uint64_t) disp * peer->disp_unit;
+    ompi_osc_ucxx_module_t *module = view->core;
+    uint64_t offset = view->memhandle
+                          ? view->mh_base + (uint64_t) disp * view->mh_disp_unit
+                          : ompi_osc_ucxx_peer_base(module, target) +
+                                (uint64_t) disp * ompi_osc_ucxx_peer_disp(module, target);
     ompi_osc_ucxx_acc_audit_single(view->core, target, offset,
                  lockfree ? OSC_UCXX_AUDIT_CPU : OSC_UCXX_AUDIT_STRIPE);
 }
@@ -105,22 +106,25 @@ short_whole(ompi_osc_ucxx_module_t *module, int target, ptrdiff_t disp, size_t s
             ompi_osc_ucxx_state_t **state, uint32_t *mask)
 {
     ompi_osc_ucxx_peer_t *peer;
-    uint64_t off;
+    uint64_t off, peer_size;
 
     if (OPAL_UNLIKELY((unsigned) target >= (unsigned) module->size || disp < 0 || 0 == size)) {
         return NULL;
     }
     peer = &module->peers[target];
+    peer_size = ompi_osc_ucxx_peer_size(module, target);
     if (OPAL_UNLIKELY(!(peer->access & OSC_UCXX_TGT_READY) ||
                       !__atomic_load_n(&peer->whole, __ATOMIC_ACQUIRE) ||
                       module->am_outstanding > 0 || OSC_UCXX_IN_HANDLER() ||
-                      __builtin_mul_overflow((uint64_t) disp, (uint64_t) peer->disp_unit,
+                      __builtin_mul_overflow((uint64_t) disp,
+                                             (uint64_t) ompi_osc_ucxx_peer_disp(module, target),
                                              &off) ||
-                      off > peer->size || size > peer->size - off)) {
+                      off > peer_size || size > peer_size - off)) {
         return NULL;
     }
     *state = peer->direct_state;
-    *mask = ompi_osc_ucxx_stripe_mask(peer->acc_shift, off, off + size);
+    *mask = ompi_osc_ucxx_stripe_mask(ompi_osc_ucxx_peer_acc_shift(module, target), off,
+                                      off + size);
     return peer->direct_data + off;
 }
 
@@ -164,8 +168,9 @@ short_target(ompi_osc_ucxx_view_t *view, ompi_op_t *op, ompi_datatype_t *dt, int
         return NULL;
     }
     /* stripes count from the window's base (a dynamic window's: address 0) */
-    off = (uint64_t) disp * module->peers[target].disp_unit;
-    *mask = ompi_osc_ucxx_stripe_mask(module->peers[target].acc_shift, off, off + size);
+    off = (uint64_t) disp * ompi_osc_ucxx_peer_disp(module, target);
+    *mask = ompi_osc_ucxx_stripe_mask(ompi_osc_ucxx_peer_acc_shift(module, target), off,
+                                      off + size);
     if (OPAL_UNLIKELY(ompi_osc_ucxx_audit_on) && 1 == count) {
         audit_fast(view, target, disp, false);
     }

@@ -188,8 +188,10 @@ static int ucx_element(ompi_osc_ucxx_acc_t *a, uint64_t remote, const char *orig
 static void mapped_hold(ompi_osc_ucxx_acc_t *a, ompi_osc_ucxx_hold_t *h)
 {
     ompi_osc_ucxx_target_t *t = a->t;
-    ompi_osc_ucxx_hold_init(h, ompi_osc_ucxx_direct_state(t->module, t->rank), t->peer->acc_shift,
-                            (char *) (uintptr_t) (t->peer->base + t->path.delta),
+    ompi_osc_ucxx_hold_init(h, ompi_osc_ucxx_direct_state(t->module, t->rank),
+                            ompi_osc_ucxx_peer_acc_shift(t->module, t->rank),
+                            (char *) (uintptr_t) (ompi_osc_ucxx_peer_base(t->module, t->rank) +
+                                                  t->path.delta),
                             (char *) (uintptr_t) (t->hi + t->path.delta));
 }
 
@@ -319,8 +321,12 @@ static int order_before(ompi_osc_ucxx_acc_t *a, bool by_message)
     }
     if (by_message) {
         /* messages stay in order on the endpoint; earlier UCX operations on
-         * it are completed first (nothing to do when none is outstanding) */
-        return ompi_osc_ucxx_flush_link(t->module, t->worker, t->path.link);
+         * it are completed first (nothing to do when none is outstanding,
+         * or no link was made: a path by cross-memory attach) */
+        ompi_osc_ucxx_link_t *link = NULL != t->path.link
+                                         ? t->path.link
+                                         : ompi_osc_ucxx_link_made(t->module, t->worker, t->rank);
+        return NULL == link ? OMPI_SUCCESS : ompi_osc_ucxx_flush_link(t->module, t->worker, link);
     }
     ompi_osc_ucxx_wait_messages(t->module);
     if (OPAL_LIKELY(!t->worker->acc_fence)) {
@@ -405,10 +411,11 @@ static bool cpu_atomic(ompi_osc_ucxx_target_t *t, int *rc)
         if (t->rank == module->rank) {
             *rc = ompi_osc_ucxx_dyn_resolve_self(module, t->worker, t->lo, t->hi, &t->path);
         }
-    } else if (t->path.mapped) {  /* (wholly mapped: no link resolved) */
+    } else if (t->path.mapped || NULL == t->path.link) {
+        /* (wholly mapped, or reached by cross-memory attach: no link resolved) */
         t->path.link = ompi_osc_ucxx_link(module, t->worker, t->rank);
         if (NULL == t->path.link) *rc = OMPI_ERR_UNREACH;
-        else t->path.rkey = t->path.link->data_rkey;
+        else t->path.rkey = ompi_osc_ucxx_link_data_rkey(module, t->path.link, t->rank);
     }
     return false;
 }

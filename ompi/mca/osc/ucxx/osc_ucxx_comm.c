@@ -130,11 +130,13 @@ static int xfer_ucx(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_
 
 /* The kernel refused cross-memory attach after all (the target changed its
  * credentials or became undumpable): the target is reached through UCX from
- * now on. */
-static void cma_refused(ompi_osc_ucxx_target_t *t)
+ * now on (a path by cross-memory attach has no link until then). */
+static int cma_refused(ompi_osc_ucxx_target_t *t)
 {
     t->peer->cma = 0;
     t->path.cma = 0;
+    if (NULL != t->path.link) return OMPI_SUCCESS;  /* (dynamic windows: the region's) */
+    return ompi_osc_ucxx_path_ucx(t->module, t->worker, t->rank, &t->path);
 }
 
 /* One contiguous transfer by cross-memory attach. */
@@ -144,7 +146,8 @@ static __opal_attribute_noinline__ int xfer_cma(ompi_osc_ucxx_target_t *t, bool 
 {
     int rc = ompi_osc_ucxx_cma_copy(t->path.cma, is_put, local, remote, len);
     if (OPAL_UNLIKELY(OMPI_ERR_NOT_AVAILABLE == rc)) {
-        cma_refused(t);
+        rc = cma_refused(t);
+        if (OMPI_SUCCESS != rc) return rc;
         return xfer_ucx(t, is_put, local, remote, len, req);
     }
     return rc;
@@ -252,7 +255,8 @@ xfer_cma_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr, int o
     ompi_osc_ucxx_dt_iter_fini(&o);
     ompi_osc_ucxx_dt_iter_fini(&it);
     if (OPAL_UNLIKELY(OMPI_ERR_NOT_AVAILABLE == rc)) {
-        cma_refused(t);
+        rc = cma_refused(t);
+        if (OMPI_SUCCESS != rc) return rc;
         return xfer_pieces(t, is_put, origin_addr, origin_count, origin_dt, target_count,
                            target_dt, req);
     }

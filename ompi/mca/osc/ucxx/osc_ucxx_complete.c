@@ -85,8 +85,6 @@ __opal_attribute_noinline__ int ompi_osc_ucxx_flush_links(ompi_osc_ucxx_module_t
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     ucp_request_param_t param = {.op_attr_mask = 0};
     flush_set_t set;  /* not zero-initialized: the stack array is big */
-    int first = target < 0 ? 0 : target;
-    int last = target < 0 ? module->size : target + 1;
 
     set.items = set.stack;
     set.count = 0;
@@ -102,20 +100,27 @@ __opal_attribute_noinline__ int ompi_osc_ucxx_flush_links(ompi_osc_ucxx_module_t
         ompi_osc_ucxx_lrow_t *r = tab->rows[w];
         if (NULL != only && w != only->index) continue;
         if (NULL == r) continue;
-        ompi_osc_ucxx_link_t *links = r->links;
-        ompi_osc_ucxx_link_t *row = &links[module->size];
-        ompi_osc_ucxx_worker_t *worker = row->worker;
-        int64_t row_upto = row->issued;
-        if (row_upto == row->flushed) continue;
-        for (int i = first; i < last; ++i) {
-            int64_t upto = links[i].issued;
-            if (upto == links[i].flushed) continue;
-            flush_set_add(&set, worker, &links[i], upto, ucp_ep_flush_nbx(links[i].ep, &param));
+        ompi_osc_ucxx_worker_t *worker = r->worker;
+        int64_t row_upto = r->sum.issued;
+        if (row_upto == r->sum.flushed) continue;
+        for (int c = target < 0 ? 0 : target / OSC_UCXX_LINK_CHUNK;
+             c < (target < 0 ? r->nchunks : target / OSC_UCXX_LINK_CHUNK + 1); ++c) {
+            ompi_osc_ucxx_lchunk_t *chunk = r->chunks[c];
+            if (NULL == chunk) continue;
+            for (int i = 0; i < OSC_UCXX_LINK_CHUNK; ++i) {
+                ompi_osc_ucxx_link_t *link = &chunk->links[i];
+                int64_t upto = link->issued;
+                if (upto == link->flushed ||
+                    (target >= 0 && c * OSC_UCXX_LINK_CHUNK + i != target)) {
+                    continue;
+                }
+                flush_set_add(&set, worker, link, upto, ucp_ep_flush_nbx(link->ep, &param));
+            }
         }
         if (target < 0) {
             /* The row's own count, marked once every link of it is flushed. */
             set.defer = true;
-            flush_set_add(&set, worker, row, row_upto, NULL);
+            flush_set_add(&set, worker, &r->sum, row_upto, NULL);
             set.defer = false;
         }
     }

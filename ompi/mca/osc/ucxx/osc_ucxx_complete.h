@@ -43,7 +43,6 @@ static inline bool ompi_osc_ucxx_flush_quiet(ompi_osc_ucxx_module_t *module, int
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     int rows = tab->used;
-    int entry = target < 0 ? module->size : target;
 
     if (module->am_outstanding > 0 || OMPI_SUCCESS != module->am_error ||
         ompi_osc_ucxx_serve_wanted(module) || (NULL != module->uam && module->am_interleave)) {
@@ -52,8 +51,10 @@ static inline bool ompi_osc_ucxx_flush_quiet(ompi_osc_ucxx_module_t *module, int
     opal_atomic_rmb();  /* rows below `used` were stored before it */
     for (int w = 0; w < rows; ++w) {
         ompi_osc_ucxx_lrow_t *r = tab->rows[w];
+        ompi_osc_ucxx_link_t *link;
         if (NULL == r || (NULL != only && w != only->index)) continue;
-        if (r->links[entry].issued != r->links[entry].flushed) return false;
+        link = target < 0 ? &r->sum : ompi_osc_ucxx_row_link(r, target);
+        if (NULL != link && link->issued != link->flushed) return false;
     }
     return true;
 }

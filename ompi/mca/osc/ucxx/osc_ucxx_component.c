@@ -62,6 +62,7 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .info_direct = true,
     .keep_comm = true,
     .comm_windows = 32768,
+    .peer_cap = 1024,
     .progress_efd = -1,
     .progress_wake_fd = -1,
 };
@@ -107,6 +108,7 @@ static const tunable_t tunables[] = {
     {"info_direct", 'b', &OSC_UCXX.info_direct},
     {"keep_comm", 'b', &OSC_UCXX.keep_comm},
     {"comm_windows", 'u', &OSC_UCXX.comm_windows},
+    {"peer_cap", 'i', &OSC_UCXX.peer_cap},
 };
 
 static void tune_one(const char *name, size_t len, const char *value)
@@ -312,6 +314,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     ompi_osc_ucxx_info_probe();
     OSC_UCXX.acc_vector_used = acc_vector_bytes(OSC_UCXX.acc_vector);
     messages_init();
+    ompi_osc_ucxx_target_init();    /* the peer table's hooks */
     if (ompi_osc_ucxx_context_warm()) {  /* if component_open started UCX */
         ompi_osc_ucxx_state_warm();
     }
@@ -337,19 +340,21 @@ static void zombies_release(void)
 
 /* UCX goes last, each layer's part in the order it needs: nothing
  * progresses any more; the zombie windows go while their workers still
- * work; then the workers (endpoints, rkeys); the message queue; the
- * allocations kept for later windows (unmapped on the context); the
- * context. */
+ * work; the peers' memory mapped here; then the workers (endpoints,
+ * rkeys); the message queue; the allocations kept for later windows
+ * (unregistered on the context); the context; our shared memory. */
 static void ucx_fini(void)
 {
     if (NULL != OSC_UCXX.context) {
         ompi_osc_ucxx_progress_stop();
         zombies_release();
+        ompi_osc_ucxx_ptab_fini();
         ompi_osc_ucxx_workers_fini();
         ompi_osc_ucxx_am_fini();
         ompi_osc_ucxx_kept_release();
     }
     ompi_osc_ucxx_context_fini();
+    ompi_osc_ucxx_seg_fini();
 }
 
 static int component_finalize(void)

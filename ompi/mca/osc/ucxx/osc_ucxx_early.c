@@ -37,33 +37,7 @@
 
 #include "osc_ucxx_worker.h"
 
-#define OSC_UCXX_MODEX_ADDR "osc_ucxx.addr"
-
 static bool started;   /* the main worker's UCP worker was made: warm up */
-
-/* Our main worker's address, hex-encoded, into the modex. */
-static void publish_address(ucp_worker_h worker)
-{
-    static const char digits[] = "0123456789abcdef";
-    ucp_address_t *addr;
-    size_t len;
-    char *hex;
-
-    if (UCS_OK != ucp_worker_get_address(worker, &addr, &len)) return;
-    hex = malloc(2 * len + 1);
-    if (NULL != hex) {
-        for (size_t i = 0; i < len; ++i) {
-            hex[2 * i] = digits[((const uint8_t *) addr)[i] >> 4];
-            hex[2 * i + 1] = digits[((const uint8_t *) addr)[i] & 15];
-        }
-        hex[2 * len] = '\0';
-        if (OMPI_SUCCESS != ompi_osc_ucxx_modex_put_local(OSC_UCXX_MODEX_ADDR, hex)) {
-            OSC_UCXX_VERBOSE(10, "could not publish the worker address in the modex");
-        }
-        free(hex);
-    }
-    ucp_worker_release_address(worker, addr);
-}
 
 void ompi_osc_ucxx_context_start(void)
 {
@@ -85,35 +59,15 @@ void ompi_osc_ucxx_context_start(void)
         return;
     }
     started = true;
-    publish_address(worker);
+    /* peers on the node find our address and how to map our memory there,
+     * not in the windows' exchanges */
+    OSC_UCXX.modex_ok = ompi_osc_ucxx_addr_publish(worker) &&
+                        OMPI_SUCCESS == ompi_osc_ucxx_ptab_publish();
+    if (!OSC_UCXX.modex_ok) {
+        OSC_UCXX_VERBOSE(10, "could not publish our address and shared memory in the modex");
+    }
     OSC_UCXX_VERBOSE(10, "UCX context and main worker made during MPI_Init (thread mode %d)",
                      (int) params.thread_mode);
-}
-
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Learn the worker address of process NAME from the modex; false if it is
- * not there. */
-static bool address_from_modex(const opal_process_name_t *name)
-{
-    char *hex = ompi_osc_ucxx_modex_get_optional(name, OSC_UCXX_MODEX_ADDR);
-    size_t len = NULL == hex ? 0 : strlen(hex) / 2;
-    uint8_t *addr = 0 == len ? NULL : malloc(len);
-    bool ok = NULL != addr;
-
-    for (size_t i = 0; ok && i < len; ++i) {
-        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-        ok = hi >= 0 && lo >= 0;
-        if (ok) addr[i] = (uint8_t) (hi << 4 | lo);
-    }
-    ok = ok && OMPI_SUCCESS == ompi_osc_ucxx_addr_store_key(ompi_osc_ucxx_name_key(name), addr,
-                                                            len);
-    free(addr);
-    free(hex);
-    return ok;
 }
 
 /* The next rank of our job on this node after ours (cyclically), into NAME;
@@ -187,7 +141,7 @@ bool ompi_osc_ucxx_context_warm(void)
     if (!started || OMPI_SUCCESS != ompi_osc_ucxx_context_init()) return false;
     if (!node_neighbour(&peer)) {
         OSC_UCXX_VERBOSE(10, "no other rank on this node known: no endpoint during MPI_Init");
-    } else if (!address_from_modex(&peer)) {
+    } else if (!ompi_osc_ucxx_addr_from_modex(ompi_osc_ucxx_name_key(&peer))) {
         OSC_UCXX_VERBOSE(10, "rank %u's address is not in the modex: no endpoint during MPI_Init",
                          (unsigned) peer.vpid);
     } else if (OMPI_SUCCESS ==

@@ -2,22 +2,26 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * Memory UCX allocates or registers for windows.
+ * Memory of windows: what this process allocates for them (state segments,
+ * MPI_Win_allocate memory) and what it registers with UCX.
  *
- * Peers on the node reach what UCX allocated by loads and stores (UCX's
- * sysv transport: a shared-memory segment each), and a peer keeps the rkeys
- * it unpacked by the allocation's serial number, so that the next window on
- * the same allocation maps nothing new (osc_ucxx_rkey.c,
- * ompi_osc_ucxx_rkey_take).  Two ways of not paying a segment per window
- * follow from that:
+ * What it allocates comes from its own shared memory (osc_ucxx_seg.c: one
+ * memfd, in ranges), which peers on the node map themselves, by ranges, and
+ * keep mapped for every window in them (osc_ucxx_ptab.c); each range is
+ * registered with UCX (ucp_mem_map of the memory, no allocation) for peers
+ * that reach it through UCX: other nodes, and processes that may not map
+ * it.  Where the process has no such memory (no memfd), UCX allocates, and
+ * peers reach it through UCX alone.  Peers keep the rkeys they unpacked by
+ * the allocation's serial number (osc_ucxx_rkey.c), so that the next window
+ * on the same allocation unpacks nothing new.  Two ways of not paying an
+ * allocation per window follow:
  *
  *   - Arenas (below): windows alive together take their state segments
  *     (~3 KiB, every window but an MPI_Win_allocate one, whose state heads
  *     its own memory) and small MPI_Win_allocate memory from shared
- *     allocations, so the tenth window alive costs no segment here
- *     (shmget + shmat + IPC_RMID: a large part of an MPI_Win_create) and
- *     none at the peers (the arena's rkey is kept there from its
- *     first window: a shmat each).
+ *     allocations, so the tenth window alive costs no allocation here and
+ *     nothing new at the peers, which have the range mapped (or its rkey)
+ *     from an earlier window.
  *   - Kept allocations: what a freed window allocated of its own (larger
  *     ones) is kept for the next window it fits (a loop of create-use-free,
  *     OSU's pattern).
@@ -30,6 +34,7 @@
 #include "opal/util/sys_limits.h"
 
 #include "osc_ucxx.h"
+#include "osc_ucxx_seg.h"
 
 /* ------------------------------------------------------------------------- */
 /* Allocation and registration */
@@ -46,7 +51,8 @@ static uint32_t next_serial(void)
     return (uint32_t) ompi_osc_ucxx_add32((int32_t *) &OSC_UCXX.alloc_serial, 1);
 }
 
-/* `serial`: a new allocation's number (osc_ucxx_rkey.c: peers keep their
+/* Registered (`allocate` false: the memory at *addr) or allocated by UCX.
+ * `serial`: a new allocation's number (osc_ucxx_rkey.c: peers keep their
  * rkeys by it), where it is keepable; others have none, so that no peer
  * keeps one mapped after it is given back (a loop of 100 MiB windows would
  * have left peers up to 64 of them). */
@@ -79,18 +85,48 @@ int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *mem
     return OMPI_SUCCESS;
 }
 
+/* `len` bytes of our shared memory, registered (*off: where in our file),
+ * else (no shared memory of our own) allocated by UCX (*off
+ * OSC_UCXX_SEG_NONE).  `serial` as for mem_map's allocations. */
+static int shared_map(void **addr, size_t len, ucp_mem_h *memh, uint32_t *serial, uint64_t *off)
+{
+    uint32_t none;
+    int rc = ompi_osc_ucxx_seg_take(len, addr, off);
+
+    if (OMPI_ERR_NOT_AVAILABLE == rc) {
+        *off = OSC_UCXX_SEG_NONE;
+        return ompi_osc_ucxx_mem_map(addr, len, true, memh, serial);
+    }
+    if (OMPI_SUCCESS != rc) {
+        opal_show_help("help-osc-ucxx.txt", "shared memory failed", true, len);
+        return rc;
+    }
+    rc = ompi_osc_ucxx_mem_map(addr, len, false, memh, &none);
+    if (OMPI_SUCCESS != rc) {
+        ompi_osc_ucxx_seg_give(*addr, *off, len);
+        return rc;
+    }
+    *serial = keepable(len) ? next_serial() : 0;
+    return OMPI_SUCCESS;
+}
+
+static void shared_unmap(void *addr, size_t len, ucp_mem_h memh, uint64_t off)
+{
+    ucp_mem_unmap(OSC_UCXX.context, memh);
+    if (OSC_UCXX_SEG_NONE != off) ompi_osc_ucxx_seg_give(addr, off, len);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Kept allocations
  *
- * A UCX allocation costs a shared-memory segment to make (shmget + shmat)
- * and to free (shmdt, which gives the pages back), most of a window's
- * free.  Its pages cost a fault each where they are first touched, by the
- * owner and again by every peer that maps them: UCX's sysv segments fault
- * page by page (no fault-around, which osc/sm's mmap()ed files get for
- * reads), so an accumulate into a peer's new large window paid for every
- * page before any work (big_xfer accflush, a new window per loop, took
- * about twice osc/sm's time until allocations were kept, up to a quarter
- * of osc_ucxx_alloc_cache each).  So what a freed window allocated of its
+ * An allocation costs a range of shared memory to make (its pages
+ * reserved and zeroed, a mapping, a registration) and to free (unmapped,
+ * its pages punched out).  Its pages cost a fault each where they are
+ * first touched, by the owner and again by every peer that maps them, so
+ * an accumulate into a peer's new large window paid for every page before
+ * any work (big_xfer accflush, a new window per loop, took about twice
+ * osc/sm's time until allocations were kept, up to a quarter of
+ * osc_ucxx_alloc_cache each).  So what a freed window allocated of its
  * own (an MPI_Win_allocate window's state pages + memory, one memh, or a
  * state segment, where too large for an arena) is kept, up to
  * osc_ucxx_alloc_cache bytes in all,
@@ -99,7 +135,8 @@ int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *mem
  * state segments are zeroed again.  Peers may keep it mapped (their rkeys,
  * kept by its serial number), which is what the next window on it wants. */
 
-static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial)
+static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial,
+                      uint64_t *off)
 {
     int best = -1;
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
@@ -114,6 +151,8 @@ static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *seria
         *memh = OSC_UCXX.kept[best].memh;
         *len = OSC_UCXX.kept[best].len;
         *serial = OSC_UCXX.kept[best].serial;
+        *off = OSC_UCXX.kept[best].off;
+        *addr = OSC_UCXX.kept[best].addr;
         OSC_UCXX.kept[best] = OSC_UCXX.kept[--OSC_UCXX.num_kept];
     }
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
@@ -121,13 +160,10 @@ static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *seria
         return false;
     }
     OSC_UCXX_VERBOSE(10, "window memory: %zu bytes from a freed window", *len);
-    ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
-    (void) ucp_mem_query(*memh, &attr);  /* (it answered when it was made) */
-    *addr = attr.address;
     return true;
 }
 
-static void kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
+static void kept_put(void *addr, ucp_mem_h memh, size_t len, uint32_t serial, uint64_t off)
 {
     size_t total = len;
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
@@ -136,18 +172,20 @@ static void kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
         total <= OSC_UCXX.alloc_cache) {
         OSC_UCXX.kept[OSC_UCXX.num_kept].memh = memh;
         OSC_UCXX.kept[OSC_UCXX.num_kept].serial = serial;
+        OSC_UCXX.kept[OSC_UCXX.num_kept].off = off;
+        OSC_UCXX.kept[OSC_UCXX.num_kept].addr = addr;
         OSC_UCXX.kept[OSC_UCXX.num_kept++].len = len;
         memh = NULL;
     }
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     OSC_UCXX_VERBOSE(10, "window memory: %zu bytes %s", len, memh ? "released" : "kept");
-    if (NULL != memh) ucp_mem_unmap(OSC_UCXX.context, memh);
+    if (NULL != memh) shared_unmap(addr, len, memh, off);
 }
 
 /* ------------------------------------------------------------------------- */
 /* Arenas
  *
- * An arena is one UCX allocation carved into 256 units, a bit each; a
+ * An arena is one allocation carved into 256 units, a bit each; a
  * taker gets the first run of free units that holds it.  Two classes:
  *   - state segments (every window but an MPI_Win_allocate one): 64 KiB
  *     arenas of 256-byte units (a segment's words keep their cache lines:
@@ -165,6 +203,7 @@ static void kept_put(ucp_mem_h memh, size_t len, uint32_t serial)
 typedef struct arena_t {
     ucp_mem_h memh;
     char *base;
+    uint64_t off;                          /* in our shared memory (osc_ucxx_seg.c) */
     uint32_t serial;
     int used;                              /* units taken */
     uint64_t taken[ARENA_UNITS / 64];      /* a bit a unit */
@@ -220,8 +259,8 @@ static arena_t *arena_new(arena_class_t *c)
     void *base = NULL;
     uint32_t unused;
 
-    if (NULL == a || OMPI_SUCCESS != ompi_osc_ucxx_mem_map(&base, ARENA_UNITS * class_unit(c),
-                                                           true, &a->memh, &unused)) {
+    if (NULL == a || OMPI_SUCCESS != shared_map(&base, ARENA_UNITS * class_unit(c), &a->memh,
+                                                &unused, &a->off)) {
         free(a);
         return NULL;
     }
@@ -236,7 +275,7 @@ static arena_t *arena_new(arena_class_t *c)
 /* `size` bytes (at most a quarter of an arena) from an arena of class `c`:
  * `*len` is what the taker holds. */
 static int arena_take(arena_class_t *c, size_t size, void **addr, ucp_mem_h *memh,
-                      uint32_t *serial, size_t *len)
+                      uint32_t *serial, size_t *len, uint64_t *off)
 {
     size_t unit = class_unit(c);
     int n = (int) ((size + unit - 1) / unit), first = -1;
@@ -253,6 +292,7 @@ static int arena_take(arena_class_t *c, size_t size, void **addr, ucp_mem_h *mem
     *memh = a->memh;
     *serial = a->serial;
     *len = (size_t) n * unit;
+    *off = OSC_UCXX_SEG_NONE == a->off ? a->off : a->off + (size_t) first * unit;
     return OMPI_SUCCESS;
 }
 
@@ -275,64 +315,67 @@ static bool arena_give(arena_class_t *c, void *addr, ucp_mem_h memh, size_t len)
     }
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
     if (NULL != gone) {
-        ucp_mem_unmap(OSC_UCXX.context, gone->memh);
+        shared_unmap(gone->base, ARENA_UNITS * unit, gone->memh, gone->off);
         free(gone);
     }
     return NULL != a;
 }
 
 /* `*len` bytes (or more: `*len` says) of its own, kept or new. */
-static int own_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial)
+static int own_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial, uint64_t *off)
 {
-    if (kept_take(len, addr, memh, serial)) return OMPI_SUCCESS;
-    return ompi_osc_ucxx_mem_map(addr, *len, true, memh, serial);
+    if (kept_take(len, addr, memh, serial, off)) return OMPI_SUCCESS;
+    *len = OPAL_ALIGN(*len, opal_getpagesize(), size_t);
+    return shared_map(addr, *len, memh, serial, off);
 }
 
 int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
-                             size_t *len)
+                             size_t *len, uint64_t *off)
 {
     int rc;
 
     if (size > ARENA_UNITS * class_unit(&state_arenas) / 4) {
-        *len = OPAL_ALIGN(size, opal_getpagesize(), size_t);
-        rc = own_take(len, state, memh, serial);
+        *len = size;
+        rc = own_take(len, state, memh, serial, off);
     } else {
-        rc = arena_take(&state_arenas, size, state, memh, serial, len);
+        rc = arena_take(&state_arenas, size, state, memh, serial, len, off);
     }
     if (OMPI_SUCCESS == rc) memset(*state, 0, size);
     return rc;
 }
 
 /* The early start (component_init, in MPI_Init): the first state arena,
- * a UCX allocation that the first window would make otherwise (a large
- * part of a first MPI_Win_create).  Empty, it stays as the newest of its class. */
+ * an allocation that the first window would make otherwise.  Empty, it
+ * stays as the newest of its class. */
 void ompi_osc_ucxx_state_warm(void)
 {
     void *state;
     ucp_mem_h memh;
     uint32_t serial;
     size_t len;
+    uint64_t off;
 
-    if (OMPI_SUCCESS == ompi_osc_ucxx_state_take(1, &state, &memh, &serial, &len)) {
-        ompi_osc_ucxx_mem_give(state, memh, len, serial);
+    if (OMPI_SUCCESS == ompi_osc_ucxx_state_take(1, &state, &memh, &serial, &len, &off)) {
+        ompi_osc_ucxx_mem_give(state, memh, len, serial, off);
     }
 }
 
 int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_t *serial,
-                              size_t *len)
+                              size_t *len, uint64_t *off)
 {
     if (size > ARENA_UNITS * class_unit(&window_arenas) / 4) {
         *len = size;
-        return own_take(len, addr, memh, serial);
+        return own_take(len, addr, memh, serial, off);
     }
-    return arena_take(&window_arenas, size, addr, memh, serial, len);
+    return arena_take(&window_arenas, size, addr, memh, serial, len, off);
 }
 
-void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t serial)
+void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t serial,
+                            uint64_t off)
 {
     if (!arena_give(&state_arenas, addr, memh, len) &&
         !arena_give(&window_arenas, addr, memh, len)) {
-        kept_put(memh, len, serial);  /* one of its own */
+        kept_put(addr, memh, len, serial, off);  /* one of its own */
     }
 }
 
@@ -342,13 +385,15 @@ void ompi_osc_ucxx_kept_release(void)
     arena_class_t *classes[] = {&state_arenas, &window_arenas};
 
     while (OSC_UCXX.num_kept > 0) {
-        ucp_mem_unmap(OSC_UCXX.context, OSC_UCXX.kept[--OSC_UCXX.num_kept].memh);
+        --OSC_UCXX.num_kept;
+        shared_unmap(OSC_UCXX.kept[OSC_UCXX.num_kept].addr, OSC_UCXX.kept[OSC_UCXX.num_kept].len,
+                     OSC_UCXX.kept[OSC_UCXX.num_kept].memh, OSC_UCXX.kept[OSC_UCXX.num_kept].off);
     }
     for (int i = 0; i < 2; ++i) {
         while (NULL != classes[i]->list) {
             arena_t *a = classes[i]->list;
             classes[i]->list = a->next;
-            ucp_mem_unmap(OSC_UCXX.context, a->memh);
+            shared_unmap(a->base, ARENA_UNITS * class_unit(classes[i]), a->memh, a->off);
             free(a);
         }
     }

@@ -40,13 +40,16 @@ static inline int ompi_osc_ucxx_proc_null(ompi_osc_ucxx_view_t *view)
 static inline int ompi_osc_ucxx_window_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp,
                                             int count, struct ompi_datatype_t *dt)
 {
-    ompi_osc_ucxx_peer_t *peer = t->peer;
+    ompi_osc_ucxx_module_t *module = t->module;
+    uint64_t base = ompi_osc_ucxx_peer_base(module, t->rank);
+    uint64_t size = ompi_osc_ucxx_peer_size(module, t->rank);
     ptrdiff_t lb, extent, true_lb, true_extent, first, end, offset;
 
-    if (OPAL_UNLIKELY(__builtin_mul_overflow(disp, (ptrdiff_t) peer->disp_unit, &offset))) {
+    if (OPAL_UNLIKELY(__builtin_mul_overflow(
+            disp, (ptrdiff_t) ompi_osc_ucxx_peer_disp(module, t->rank), &offset))) {
         return OMPI_ERR_RMA_RANGE;  /* (wrapped, it would land inside the window) */
     }
-    t->remote = peer->base + offset;
+    t->remote = base + offset;
     t->lo = t->hi = t->remote;
     if (0 == count || 0 == dt->super.size) {
         return OMPI_SUCCESS;   /* moves nothing: MPI makes it a no-op */
@@ -55,14 +58,14 @@ static inline int ompi_osc_ucxx_window_range(ompi_osc_ucxx_target_t *t, ptrdiff_
     ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
     first = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
     end = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
-    t->lo = peer->base + first;
-    t->hi = peer->base + end;
-    if (MPI_WIN_FLAVOR_DYNAMIC == t->module->flavor) {
+    t->lo = base + first;
+    t->hi = base + end;
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
         return OMPI_SUCCESS;
     }
-    if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) peer->size)) {
+    if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) size)) {
         OSC_UCXX_VERBOSE(20, "window %u: access [%td, %td) outside rank %d's %" PRIu64
-                         " bytes", t->module->cid, first, end, t->rank, peer->size);
+                         " bytes", module->cid, first, end, t->rank, size);
         return OMPI_ERR_RMA_RANGE;
     }
     return OMPI_SUCCESS;
@@ -150,7 +153,7 @@ ompi_osc_ucxx_mapped_access(ompi_osc_ucxx_view_t *view, bool whole, int target, 
 {
     ompi_osc_ucxx_module_t *module = view->core;
     ompi_osc_ucxx_peer_t *peer;
-    uint64_t offset;
+    uint64_t offset, peer_size;
 
     if (dt != origin_dt || count != origin_count || count <= 0 || disp < 0 ||
         !ompi_datatype_is_predefined(dt) || !ompi_datatype_is_contiguous_memory_layout(dt, count) ||
@@ -171,17 +174,15 @@ ompi_osc_ucxx_mapped_access(ompi_osc_ucxx_view_t *view, bool whole, int target, 
         return NULL;  /* (the general path reports it) */
     }
     *size = dt->super.size * (size_t) count;
-    if (__builtin_mul_overflow((uint64_t) disp, (uint64_t) peer->disp_unit, &offset) ||
+    if (__builtin_mul_overflow((uint64_t) disp, (uint64_t) ompi_osc_ucxx_peer_disp(module, target),
+                               &offset) ||
         0 == *size) {
         return NULL;
     }
-    if (whole && UINT64_MAX != peer->direct_hi) {
-        return NULL;  /* (partly mapped) */
-    }
-    if (NULL == ompi_osc_ucxx_direct(module, target) || offset > peer->size ||
-        *size > peer->size - offset || peer->base + offset < peer->direct_lo ||
-        peer->base + offset + *size > peer->direct_hi) {
-        return NULL;  /* (not mapped, or only in part) */
+    peer_size = ompi_osc_ucxx_peer_size(module, target);
+    if (NULL == ompi_osc_ucxx_direct(module, target) || offset > peer_size ||
+        *size > peer_size - offset) {
+        return NULL;  /* (not mapped) */
     }
     return peer->direct_data + offset;
 }

@@ -2,15 +2,77 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * Peers: the worker address of each peer process, learned once (at the
- * first window that includes it, or from the modex for the early start),
- * and each worker's endpoints to them, made on first use and kept for the
- * life of the process; our main worker's own address, packed once.
+ * Peers: the worker address of each peer process, learned once (from the
+ * modex for the processes on this node, where the early start published
+ * it; from a window's creation exchange for the others), and each worker's
+ * endpoints to them, made on first use and kept until the peer table lets
+ * the peer go (osc_ucxx_ptab.c) or finalize; our main worker's own
+ * address, packed once.
  */
 
 #include "ompi_config.h"
 
+#include "opal/util/proc.h"
+
 #include "osc_ucxx_worker.h"
+
+#define OSC_UCXX_MODEX_ADDR "osc_ucxx.addr"
+
+/* Our main worker's address, hex-encoded, into the modex (the early start,
+ * before Open MPI's fence): the processes on this node find it there. */
+bool ompi_osc_ucxx_addr_publish(ucp_worker_h worker)
+{
+    static const char digits[] = "0123456789abcdef";
+    ucp_address_t *addr;
+    size_t len;
+    char *hex;
+    bool ok = false;
+
+    if (UCS_OK != ucp_worker_get_address(worker, &addr, &len)) return false;
+    hex = malloc(2 * len + 1);
+    if (NULL != hex) {
+        for (size_t i = 0; i < len; ++i) {
+            hex[2 * i] = digits[((const uint8_t *) addr)[i] >> 4];
+            hex[2 * i + 1] = digits[((const uint8_t *) addr)[i] & 15];
+        }
+        hex[2 * len] = '\0';
+        ok = OMPI_SUCCESS == ompi_osc_ucxx_modex_put_local(OSC_UCXX_MODEX_ADDR, hex);
+        free(hex);
+    }
+    ucp_worker_release_address(worker, addr);
+    return ok;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Learn the worker address of the process with key KEY from the modex;
+ * false if it is not there. */
+bool ompi_osc_ucxx_addr_from_modex(uint64_t key)
+{
+    opal_process_name_t name;
+    char *hex;
+    size_t len;
+    uint8_t *addr;
+    bool ok;
+
+    memcpy(&name, &key, sizeof(name));
+    hex = ompi_osc_ucxx_modex_get_optional(&name, OSC_UCXX_MODEX_ADDR);
+    len = NULL == hex ? 0 : strlen(hex) / 2;
+    addr = 0 == len ? NULL : malloc(len);
+    ok = NULL != addr;
+    for (size_t i = 0; ok && i < len; ++i) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        if (ok) addr[i] = (uint8_t) (hi << 4 | lo);
+    }
+    ok = ok && OMPI_SUCCESS == ompi_osc_ucxx_addr_store_key(key, addr, len);
+    free(addr);
+    free(hex);
+    return ok;
+}
 
 bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc)
 {
@@ -73,6 +135,11 @@ int ompi_osc_ucxx_get_ep_key(ompi_osc_ucxx_worker_t *worker, uint64_t key, ucp_e
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
     (void) opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, key, (void **) &addr);
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    if (NULL == addr && ompi_osc_ucxx_addr_from_modex(key)) {
+        OSC_UCXX_LOCK(&OSC_UCXX.lock);
+        (void) opal_hash_table_get_value_uint64(&OSC_UCXX.peer_addrs, key, (void **) &addr);
+        OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    }
     if (NULL == addr) {
         rc = OMPI_ERR_UNREACH;
         goto out;
@@ -90,7 +157,34 @@ int ompi_osc_ucxx_get_ep_key(ompi_osc_ucxx_worker_t *worker, uint64_t key, ucp_e
     opal_hash_table_set_value_uint64(&worker->eps, key, *ep);
 out:
     OSC_UCXX_UNLOCK(&worker->lock);
+    if (OMPI_SUCCESS == rc) ompi_osc_ucxx_ptab_endpoint(key);  /* (it holds one now) */
     return rc;
+}
+
+/* The peer table lets the peer with key KEY go (osc_ucxx_ptab.c): the
+ * rkeys the worker kept for it, then its endpoint, flushed.  The wait
+ * progresses this worker alone: UCX callbacks run, but no deferred work,
+ * which could make a link on this endpoint again. */
+void ompi_osc_ucxx_ep_evict(ompi_osc_ucxx_worker_t *worker, uint64_t key)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    void *value = NULL, *req;
+
+    OSC_UCXX_LOCK(&worker->lock);
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&worker->eps, key, &value)) {
+        OSC_UCXX_UNLOCK(&worker->lock);
+        return;
+    }
+    opal_hash_table_remove_value_uint64(&worker->eps, key);
+    OSC_UCXX_UNLOCK(&worker->lock);
+    ompi_osc_ucxx_rkeys_drop(worker, key);
+    req = ucp_ep_close_nbx((ucp_ep_h) value, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        while (UCS_INPROGRESS == ucp_request_check_status(req)) {
+            ucp_worker_progress(worker->ucp);
+        }
+        ucp_request_free(req);
+    }
 }
 
 /* Packed once: ucp_worker_get_address packs every transport's address on

@@ -13,9 +13,12 @@
  * one kind, the same on every process, decided here from facts all
  * processes share:
  *   - does every process map every other's state segment (and all of its
- *     window memory)?  Each process maps its peers and says; the AND of the
- *     answers (an allreduce, only where all ranks share a node: elsewhere
- *     the answer is no for everybody);
+ *     window memory)?  Where all ranks share a node and every process may
+ *     map every other's shared memory (osc_ucxx_seg.c: each said so in the
+ *     creation exchange, which every process sees whole: no collective
+ *     here); elsewhere the answer is no for everybody.  A mapping that fails
+ *     later anyway (out of memory) makes the operation fail, never take
+ *     another kind of atomic;
  *   - how UCX applies atomics in each process (OSC_UCXX.device_atomics, in
  *     the creation exchange).
  * From them, the same on every process:
@@ -50,22 +53,17 @@
 #define MAPS_STATES 0x1   /* this process maps every other's state segment */
 #define MAPS_MEMORY 0x2   /* ... and all of its window memory */
 
-/* What this process maps of its peers (all on this node): each peer mapped
- * now, as its first use would.  Dynamic windows have no memory yet. */
-static uint32_t local_maps(ompi_osc_ucxx_module_t *module)
+/* What every process maps of every other (all on this node): from the
+ * creation exchange.  Dynamic windows have no memory yet, create windows
+ * user memory, which nobody maps. */
+static uint32_t maps_of(ompi_osc_ucxx_module_t *module)
 {
-    uint32_t bits = MAPS_STATES | MAPS_MEMORY;
-
-    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) bits &= ~MAPS_MEMORY;
-    for (int i = 0; i < module->size && 0 != bits; ++i) {
-        if (i == module->rank) continue;
-        if (NULL == ompi_osc_ucxx_direct_state(module, i)) {
-            bits = 0;
-        } else if (module->peers[i].size > 0 && !ompi_osc_ucxx_fully_mapped(module, i)) {
-            bits &= ~MAPS_MEMORY;
-        }
+    if (!module->maps_all && module->size > 1) return 0;
+    if (MPI_WIN_FLAVOR_ALLOCATE == module->flavor || MPI_WIN_FLAVOR_SHARED == module->flavor ||
+        1 == module->size) {
+        return MAPS_STATES | MAPS_MEMORY;
     }
-    return bits;
+    return MAPS_STATES;
 }
 
 /* Some processes' UCX applies atomics with a device, others' with the CPU. */
@@ -98,30 +96,18 @@ static void warn_modes(ompi_osc_ucxx_module_t *module)
 int ompi_osc_ucxx_policy_agree(ompi_osc_ucxx_module_t *module)
 {
     static const char *kinds[] = {"the stripe locks", "CPU atomics", "UCX atomics"};
-    ompi_communicator_t *comm = module->comm;
-    bool on_node = ompi_osc_ucxx_all_on_node(module);
-    uint32_t mine = 0, all = 0;
-    int rc = OMPI_SUCCESS;
+    bool on_node = module->on_node;
+    uint32_t all = on_node ? maps_of(module) : 0;
 
-    if (on_node) {
-        mine = OSC_UCXX.use_direct || 1 == module->size ? local_maps(module) : 0;
-        all = mine;
-        if (module->size > 1) {
-            rc = comm->c_coll->coll_allreduce(&mine, &all, 1, &ompi_mpi_uint32_t.dt,
-                                              &ompi_mpi_op_band.op, comm,
-                                              comm->c_coll->coll_allreduce_module);
-            if (OMPI_SUCCESS != rc) return rc;
-        }
-    }
     module->state_cpu = 0 != (all & MAPS_STATES);
     module->fence_by_state = module->fence_by_state && module->state_cpu;
     module->single_kind = single_kind(module, on_node, all);
     warn_modes(module);
     OSC_UCXX_VERBOSE(10, "window %u: state words by %s atomics, acc_single_intrinsic singles "
-                     "by %s (this process maps %s)", module->cid,
+                     "by %s (every process maps %s)", module->cid,
                      module->state_cpu ? "CPU" : "UCX", kinds[module->single_kind],
-                     (mine & MAPS_MEMORY) ? "all of its peers" : (mine & MAPS_STATES)
-                                                                     ? "its peers' states"
-                                                                     : "not all peers' states");
+                     (all & MAPS_MEMORY) ? "all of every other's" : (all & MAPS_STATES)
+                                                                      ? "every other's state"
+                                                                      : "not every other's state");
     return OMPI_SUCCESS;
 }

@@ -148,6 +148,30 @@ out:
     }
 }
 
+/* The peer table lets the peer with key KEY go (osc_ucxx_ptab.c), its
+ * windows' links first: every rkey kept for it, before its endpoint. */
+void ompi_osc_ucxx_rkeys_drop(ompi_osc_ucxx_worker_t *worker, uint64_t key)
+{
+    ompi_osc_ucxx_rkey_t *e, *next, *gone = NULL;
+
+    OSC_UCXX_LOCK(&worker->lock);
+    for (e = worker->idle_first; NULL != e; e = next) {
+        next = e->next;
+        if (e->key.proc != key) continue;
+        idle_unlink(worker, e);
+        opal_hash_table_remove_value_ptr(&worker->rkeys, &e->key, sizeof(e->key));
+        e->next = gone;
+        gone = e;
+    }
+    OSC_UCXX_UNLOCK(&worker->lock);
+    while (NULL != gone) {
+        next = gone->next;
+        ucp_rkey_destroy(gone->rkey);
+        free(gone);
+        gone = next;
+    }
+}
+
 /* Worker teardown (finalize): windows are gone, every kept rkey is idle. */
 void ompi_osc_ucxx_rkeys_destroy(ompi_osc_ucxx_worker_t *worker)
 {

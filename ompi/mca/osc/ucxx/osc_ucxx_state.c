@@ -93,8 +93,11 @@ static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
     param.reply_buffer = &reply;
     rc = ompi_osc_ucxx_wait_request(worker,
                                     ucp_atomic_op_nbx(link->ep, op, &value, 1,
-                                                      module->peers[target].state + offset,
-                                                      link->state_rkey, &param));
+                                                      ompi_osc_ucxx_peer_state(module, target) +
+                                                          offset,
+                                                      ompi_osc_ucxx_link_state_rkey(module, link,
+                                                                                    target),
+                                                      &param));
     if (OMPI_SUCCESS == rc && NULL != result) *result = reply;
     return rc;
 }
@@ -134,8 +137,11 @@ static int ucx_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, u
     param.op_attr_mask = 0;
     rc = ompi_osc_ucxx_wait_request(worker,
                                     ucp_get_nbx(link->ep, value, sizeof(*value),
-                                                module->peers[target].state + offset,
-                                                link->state_rkey, &param));
+                                                ompi_osc_ucxx_peer_state(module, target) +
+                                                    offset,
+                                                ompi_osc_ucxx_link_state_rkey(module, link,
+                                                                              target),
+                                                &param));
     opal_atomic_rmb();
     return rc;
 }

@@ -2,16 +2,22 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * Lazy per-peer setup: a worker's link to a peer (endpoint, unpacked rkeys)
- * on its first operation there, and the peer's memory and state segment
- * mapped into ours (ucp_rkey_ptr, or the group's segment of a shared
- * window), or its user memory reached by cross-memory attach, on the first
- * use of the peer.  The rkeys come from the worker, which keeps them
- * for later windows (ompi_osc_ucxx_rkey_take); the window gives them back
- * when it goes (links_release).  Both are published with a write barrier before the
+ * Lazy per-peer setup: a worker's link to a peer (its endpoint) on its
+ * first operation there, the link's rkeys on their first need, and the
+ * peer's memory and state segment mapped into ours (ranges of the peer's
+ * shared memory, through the peer table: osc_ucxx_ptab.c; the group's
+ * segment of a shared window), or its user memory reached by cross-memory
+ * attach, on the first use of the peer.  A peer on the node is reached
+ * without any endpoint: only a UCX operation or a message makes one.  The
+ * rkeys come from the worker, which keeps them for later windows
+ * (ompi_osc_ucxx_rkey_take); the window gives them back when it goes
+ * (links_release).  Both are published with a write barrier before the
  * flag the inline fast paths in osc_ucxx_target.h test, and made under the
- * core's setup_lock, so racing threads make them once.  Also the range
- * check of one access, step 3 of the operation prologue (osc_ucxx_op.h).
+ * core's setup_lock, so racing threads make them once.  The peer table may
+ * let a peer go between epochs (its bound): the window then drops what it
+ * holds of the peer (peer_release) and meets it again as the first time.
+ * Also the range check of one access, step 3 of the operation prologue
+ * (osc_ucxx_op.h).
  *
  * Prefaulting: the first copy of over 256 KiB to or from a 2 MiB chunk of
  * a peer's mapped memory populates the page tables for the bytes it copies
@@ -22,6 +28,8 @@
 #include "ompi_config.h"
 
 #include "ompi/datatype/ompi_datatype.h"
+#include "opal/align.h"
+#include "opal/util/sys_limits.h"
 
 #include "osc_ucxx_op.h"
 #include "osc_ucxx_share.h"
@@ -30,11 +38,12 @@
 #include "osc_ucxx_dynamic.h"
 
 /* The peer's chunk bits, made on first use (a racing thread's are freed). */
-static uint64_t *prefault_bits(ompi_osc_ucxx_peer_t *peer)
+static uint64_t *prefault_bits(ompi_osc_ucxx_module_t *module, int target)
 {
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     uint64_t *bits = peer->prefaulted;
     if (NULL != bits) return bits;
-    bits = ompi_osc_ucxx_prefault_bits(peer->size);
+    bits = ompi_osc_ucxx_prefault_bits(ompi_osc_ucxx_peer_size(module, target));
     if (NULL == bits) return NULL;
     uint64_t *none = NULL;
     if (!__atomic_compare_exchange_n(&peer->prefaulted, &none, bits, false, __ATOMIC_ACQ_REL,
@@ -52,49 +61,55 @@ void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, ch
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     char *base = peer->direct_data;
+    uint64_t size = ompi_osc_ucxx_peer_size(module, target);
     uint64_t *bits;
 
-    if (target == module->rank || NULL == base || p < base ||
-        (uint64_t) (p - base) > peer->size || len > peer->size - (uint64_t) (p - base)) {
+    if (target == module->rank || NULL == base || p < base || (uint64_t) (p - base) > size ||
+        len > size - (uint64_t) (p - base)) {
         return;
     }
-    if ((write || peer->loads_fault) && NULL != (bits = prefault_bits(peer))) {
+    if ((write || peer->loads_fault) && NULL != (bits = prefault_bits(module, target))) {
         ompi_osc_ucxx_prefault_chunks(base, bits, (uint64_t) (p - base), len);
     }
 }
 
+/* ------------------------------------------------------------------------- */
+/* Links and rkeys */
+
 /* A peer whose state segment heads its window's allocation (MPI_Win_allocate,
  * osc_ucxx_window.c) publishes one rkey for both: no state rkey of its own. */
-static inline bool state_in_data(const ompi_osc_ucxx_peer_t *peer)
+static inline bool state_in_data(const ompi_osc_ucxx_module_t *module, int target)
 {
-    return 0 == peer->state_rkey_len;
+    return 0 == module->rkeys[target].state_len;
 }
 
 /* About how many bytes of the peer's a data or state rkey maps (what an
  * idle one holds; its allocation may be larger: an arena, a kept one). */
-static size_t mapped_bytes(const ompi_osc_ucxx_module_t *module,
-                           const ompi_osc_ucxx_peer_t *peer, bool state)
+static size_t mapped_bytes(const ompi_osc_ucxx_module_t *module, int target, bool state)
 {
     if (state) return module->state_size;
-    return peer->size + (state_in_data(peer) ? module->state_size : 0);
+    return ompi_osc_ucxx_peer_size(module, target) +
+           (state_in_data(module, target) ? module->state_size : 0);
 }
 
 /* The peer's data or state rkey on the worker's endpoint `ep`, from the
- * worker's kept ones where it has it (ompi_osc_ucxx_rkey_take). */
+ * worker's kept ones where it has it (ompi_osc_ucxx_rkey_take); NULL where
+ * it published none (nothing to reach, or every peer maps its memory). */
 static int unpack_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                        ucp_ep_h ep, int target, bool state, ucp_rkey_h *rkey)
 {
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    size_t len = state ? peer->state_rkey_len : peer->data_rkey_len;
-    char *buf = module->blobs + peer->blob + (state ? peer->data_rkey_len : 0);
+    const struct ompi_osc_ucxx_rkeys_t *rk;
+    size_t len;
 
     *rkey = NULL;
-    if (0 == len) {
-        return OMPI_SUCCESS;  /* zero-size window: nothing to reach */
-    }
+    if (NULL == module->rkeys) return OMPI_SUCCESS;
+    rk = &module->rkeys[target];
+    len = state ? rk->state_len : rk->data_len;
+    if (0 == len) return OMPI_SUCCESS;
     return ompi_osc_ucxx_rkey_take(worker, ompi_comm_peer_lookup(module->comm, target), ep,
-                                   state ? peer->state_serial : peer->data_serial,
-                                   mapped_bytes(module, peer, state), buf, rkey);
+                                   state ? rk->state_serial : rk->data_serial,
+                                   mapped_bytes(module, target, state),
+                                   module->blobs + rk->blob + (state ? rk->data_len : 0), rkey);
 }
 
 /* (A window released at finalize has lost its communicator: its kept rkeys
@@ -102,37 +117,62 @@ static int unpack_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *w
 static void give_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                       int target, bool state, ucp_rkey_h rkey)
 {
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    const struct ompi_osc_ucxx_rkeys_t *rk;
+
+    if (NULL == rkey || NULL == module->rkeys) return;
+    rk = &module->rkeys[target];
     ompi_osc_ucxx_rkey_give(worker,
                             NULL != module->comm ? ompi_comm_peer_lookup(module->comm, target)
                                                  : NULL,
-                            state ? peer->state_serial : peer->data_serial, rkey);
+                            state ? rk->state_serial : rk->data_serial, rkey);
+}
+
+/* A link's rkeys back, its region cache gone: it is an empty slot again
+ * (the endpoint stays the worker's). */
+static void link_clear(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link, int target)
+{
+    ompi_osc_ucxx_worker_t *worker = link->row->worker;
+
+    give_rkey(module, worker, target, false, link->data_rkey);
+    if (link->state_rkey != link->data_rkey) {
+        give_rkey(module, worker, target, true, link->state_rkey);
+    }
+    ompi_osc_ucxx_dyn_cache_free(link->dyn);
+    link->dyn = NULL;
+    link->data_rkey = link->state_rkey = NULL;
+    link->unpacked = 0;
+    link->ep = NULL;
 }
 
 static void lrow_destruct(ompi_osc_ucxx_lrow_t *row)
 {
-    for (int i = 0; i < row->size; ++i) {
-        ompi_osc_ucxx_dyn_cache_free(row->links[i].dyn);  /* (rkeys: links_release) */
+    for (int c = 0; c < row->nchunks; ++c) {
+        if (NULL == row->chunks[c]) continue;
+        for (int i = 0; i < OSC_UCXX_LINK_CHUNK; ++i) {
+            ompi_osc_ucxx_dyn_cache_free(row->chunks[c]->links[i].dyn);  /* (rkeys: links_release) */
+        }
+        free(row->chunks[c]);
     }
 }
 
 OBJ_CLASS_INSTANCE(ompi_osc_ucxx_lrow_t, opal_object_t, NULL, lrow_destruct);
 
-/* A row of size + 1 zeroed links (allocated with the object, so the fast
- * path reaches a link with one load; OBJ_RELEASE frees it). */
+/* A row for `size` peers, no chunk yet (OBJ_RELEASE frees it). */
 static ompi_osc_ucxx_lrow_t *lrow_new(int size, ompi_osc_ucxx_worker_t *worker)
 {
-    ompi_osc_ucxx_lrow_t *row = calloc(1, sizeof(*row) + (size + 1) * sizeof(row->links[0]));
+    int nchunks = (size + OSC_UCXX_LINK_CHUNK - 1) / OSC_UCXX_LINK_CHUNK;
+    ompi_osc_ucxx_lrow_t *row = calloc(1, sizeof(*row) + nchunks * sizeof(row->chunks[0]));
     if (NULL == row) return NULL;
     OBJ_CONSTRUCT(row, ompi_osc_ucxx_lrow_t);
-    row->size = size;
-    row->links[size].worker = worker;  /* flushes find the worker here */
+    row->nchunks = nchunks;
+    row->worker = worker;  /* flushes find the worker here */
+    row->sum.row = row;
     return row;
 }
 
 /* The worker's row of links for this window, growing the table if needed. */
-static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
-                                       ompi_osc_ucxx_worker_t *worker)
+static ompi_osc_ucxx_lrow_t *row_for(ompi_osc_ucxx_module_t *module,
+                                     ompi_osc_ucxx_worker_t *worker)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
 
@@ -159,43 +199,168 @@ static ompi_osc_ucxx_link_t *links_for(ompi_osc_ucxx_module_t *module,
             tab->used = worker->index + 1;
         }
     }
-    return tab->rows[worker->index]->links;
+    return tab->rows[worker->index];
+}
+
+/* The slot of `target`'s link in the worker's row, its chunk made if needed. */
+static ompi_osc_ucxx_link_t *link_slot(ompi_osc_ucxx_module_t *module,
+                                       ompi_osc_ucxx_worker_t *worker, int target)
+{
+    ompi_osc_ucxx_lrow_t *row = row_for(module, worker);
+    int c = target / OSC_UCXX_LINK_CHUNK;
+
+    if (NULL == row) return NULL;
+    if (NULL == row->chunks[c]) {
+        ompi_osc_ucxx_lchunk_t *chunk = calloc(1, sizeof(*chunk));
+        if (NULL == chunk) return NULL;
+        for (int i = 0; i < OSC_UCXX_LINK_CHUNK; ++i) chunk->links[i].row = row;
+        opal_atomic_wmb();
+        row->chunks[c] = chunk;
+    }
+    return &row->chunks[c]->links[target % OSC_UCXX_LINK_CHUNK];
+}
+
+/* The peer table's entry of `target`, with this window counted as its
+ * user (once: peer->ent). */
+static ompi_osc_ucxx_pent_t *peer_ent(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ompi_osc_ucxx_pent_t *e;
+
+    if (NULL != peer->ent || target == module->rank) return peer->ent;
+    e = ompi_osc_ucxx_ptab_get(ompi_comm_peer_lookup(module->comm, target));
+    if (NULL != e && OMPI_SUCCESS == ompi_osc_ucxx_ptab_user_add(e, module, target)) {
+        peer->ent = e;
+    }
+    return peer->ent;
 }
 
 ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
                                                  ompi_osc_ucxx_worker_t *worker, int target)
 {
-    ompi_osc_ucxx_link_t *links, *link = NULL;
+    ompi_osc_ucxx_link_t *slot, *link = NULL;
+    ompi_osc_ucxx_pent_t *e = NULL;
     ucp_ep_h ep;
 
     OSC_UCXX_LOCK(&module->setup_lock);
-    links = links_for(module, worker);
-    if (NULL == links) {
+    slot = link_slot(module, worker, target);
+    if (NULL == slot) {
         goto out;
     }
-    if (NULL != links[target].ep) {
-        link = &links[target];
+    if (NULL != slot->ep) {
+        link = slot;
         goto out;
     }
+    e = peer_ent(module, target);
     if (OMPI_SUCCESS != ompi_osc_ucxx_worker_get_ep(worker,
                                                     ompi_comm_peer_lookup(module->comm, target),
-                                                    &ep) ||
-        OMPI_SUCCESS != unpack_rkey(module, worker, ep, target, false,
-                                    &links[target].data_rkey)) {
-        goto out;
-    }
-    if (state_in_data(&module->peers[target])) {
-        links[target].state_rkey = links[target].data_rkey;
-    } else if (OMPI_SUCCESS != unpack_rkey(module, worker, ep, target, true,
-                                           &links[target].state_rkey)) {
+                                                    &ep)) {
         goto out;
     }
     opal_atomic_wmb();
-    links[target].ep = ep;  /* published last: the fast path tests it */
-    link = &links[target];
+    slot->ep = ep;  /* published last: the fast path tests it */
+    link = slot;
 out:
     OSC_UCXX_UNLOCK(&module->setup_lock);
+    if (NULL != link) ompi_osc_ucxx_ptab_trim(e);  /* (not inside the lock: it may release) */
     return link;
+}
+
+/* The link's data (or state) rkey, unpacked now: UCX operations on the
+ * peer's memory need it, messages do not. */
+ucp_rkey_h ompi_osc_ucxx_link_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
+                                   int target, bool state)
+{
+    int bit = state ? OSC_UCXX_LINK_STATE : OSC_UCXX_LINK_DATA;
+    ucp_rkey_h rkey;
+
+    OSC_UCXX_LOCK(&module->setup_lock);
+    if (!(link->unpacked & bit)) {
+        if (state && NULL != module->rkeys && state_in_data(module, target)) {
+            if (!(link->unpacked & OSC_UCXX_LINK_DATA) &&
+                OMPI_SUCCESS == unpack_rkey(module, link->row->worker, link->ep, target, false,
+                                            &rkey)) {
+                link->data_rkey = rkey;
+                link->unpacked |= OSC_UCXX_LINK_DATA;
+            }
+            link->state_rkey = link->data_rkey;
+        } else if (OMPI_SUCCESS ==
+                   unpack_rkey(module, link->row->worker, link->ep, target, state, &rkey)) {
+            if (state) link->state_rkey = rkey; else link->data_rkey = rkey;
+        }
+        opal_atomic_wmb();
+        link->unpacked |= bit;
+    }
+    rkey = state ? link->state_rkey : link->data_rkey;
+    OSC_UCXX_UNLOCK(&module->setup_lock);
+    return rkey;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Mappings */
+
+/* The peer's mappings and links dropped (its table entry let it go, or the
+ * window goes): the next use of the peer finds them again.  Its links'
+ * operations are complete (the peer is in no epoch here); what is left in
+ * flight is flushed, progressing the worker alone (no deferred work, which
+ * could make a link again). */
+static void peer_drop(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+
+    peer->resolved = false;
+    opal_atomic_wmb();
+    peer->whole = false;
+    peer->direct_data = NULL;
+    peer->direct_state = NULL;
+    free(peer->prefaulted);
+    peer->prefaulted = NULL;
+    for (int k = 0; k < 2; ++k) {
+        ompi_osc_ucxx_ptab_unmap(peer->maps[k]);
+        peer->maps[k] = NULL;
+    }
+    for (int w = 0; NULL != tab && w < tab->cap; ++w) {
+        ompi_osc_ucxx_link_t *link = NULL == tab->rows[w] ? NULL
+                                                          : ompi_osc_ucxx_row_link(tab->rows[w],
+                                                                                   target);
+        if (NULL == link) continue;
+        if (NULL != link->ep && link->issued != link->flushed) {
+            ucp_request_param_t param = {.op_attr_mask = 0};
+            void *req = ucp_ep_flush_nbx(link->ep, &param);
+            if (UCS_PTR_IS_PTR(req)) {
+                while (UCS_INPROGRESS == ucp_request_check_status(req)) {
+                    ucp_worker_progress(link->row->worker->ucp);
+                }
+                ucp_request_free(req);
+            }
+            link->flushed = link->issued;
+        }
+        link_clear(module, link, target);
+    }
+}
+
+/* The peer table's questions (osc_ucxx_ptab.c): may the peer go now (in
+ * no epoch of this window's, no message of ours in flight, not given to
+ * the program); drop it. */
+static bool peer_busy(void *m, int target)
+{
+    ompi_osc_ucxx_module_t *module = m;
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    return 0 != peer->access || peer->pinned || module->am_outstanding > 0;
+}
+
+static void peer_release(void *m, int target)
+{
+    ompi_osc_ucxx_module_t *module = m;
+    OSC_UCXX_VERBOSE(20, "window %u peer %d: let go", module->cid, target);
+    peer_drop(module, target);
+    module->peers[target].ent = NULL;
+}
+
+void ompi_osc_ucxx_target_init(void)
+{
+    ompi_osc_ucxx_ptab_hooks(peer_busy, peer_release);
 }
 
 /* Every link row and table, and the peers' mappings (window teardown). */
@@ -203,15 +368,23 @@ void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab, *next;
 
+    for (int i = 0; NULL != module->peers && i < module->size; ++i) {
+        ompi_osc_ucxx_peer_t *peer = &module->peers[i];
+        for (int k = 0; k < 2; ++k) ompi_osc_ucxx_ptab_unmap(peer->maps[k]);
+        if (NULL != peer->ent) ompi_osc_ucxx_ptab_user_remove(peer->ent, module, i);
+    }
     for (int w = 0; NULL != tab && w < tab->cap; ++w) {
         ompi_osc_ucxx_lrow_t *row = tab->rows[w];
         if (NULL == row) continue;
-        ompi_osc_ucxx_worker_t *worker = row->links[row->size].worker;
-        for (int i = 0; i < row->size; ++i) {
-            ompi_osc_ucxx_link_t *link = &row->links[i];
-            give_rkey(module, worker, i, false, link->data_rkey);
-            if (link->state_rkey != link->data_rkey) {
-                give_rkey(module, worker, i, true, link->state_rkey);
+        for (int c = 0; c < row->nchunks; ++c) {
+            if (NULL == row->chunks[c]) continue;
+            for (int i = 0; i < OSC_UCXX_LINK_CHUNK; ++i) {
+                ompi_osc_ucxx_link_t *link = &row->chunks[c]->links[i];
+                int target = c * OSC_UCXX_LINK_CHUNK + i;
+                give_rkey(module, row->worker, target, false, link->data_rkey);
+                if (link->state_rkey != link->data_rkey) {
+                    give_rkey(module, row->worker, target, true, link->state_rkey);
+                }
             }
         }
         OBJ_RELEASE(row);
@@ -221,76 +394,86 @@ void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module)
         free(tab);
     }
     module->ltab = NULL;
-    for (int i = 0; NULL != module->peers && i < module->size; ++i) {
-        for (int k = 0; k < 2; ++k) {
-            give_rkey(module, OSC_UCXX.main_worker, i, 1 == k, module->peers[i].direct_rkeys[k]);
-        }
-    }
-}
-
-static void *map_direct(ompi_osc_ucxx_module_t *module, ucp_ep_h ep, int target, bool state,
-                        uint64_t addr)
-{
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    ucp_rkey_h rkey;
-    void *ptr;
-
-    if (OMPI_SUCCESS != unpack_rkey(module, OSC_UCXX.main_worker, ep, target, state, &rkey) ||
-        NULL == rkey) {
-        return NULL;
-    }
-    if (UCS_OK != ucp_rkey_ptr(rkey, addr, &ptr)) {
-        give_rkey(module, OSC_UCXX.main_worker, target, state, rkey);
-        return NULL;
-    }
-    peer->direct_rkeys[state ? 1 : 0] = rkey;  /* the mapping lives as long as the rkey */
-    return ptr;
 }
 
 /* Peers' user memory (create and dynamic windows) stays in their private
  * pages: reached by cross-memory attach where the kernel lets us. */
-static int32_t user_memory_cma(ompi_osc_ucxx_module_t *module, int target)
+static int32_t user_memory_cma(ompi_osc_ucxx_module_t *module, int target,
+                               ompi_osc_ucxx_pent_t *e)
 {
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    if (MPI_WIN_FLAVOR_CREATE != module->flavor && MPI_WIN_FLAVOR_DYNAMIC != module->flavor) {
+    ompi_osc_ucxx_segid_t id;
+    if ((MPI_WIN_FLAVOR_CREATE != module->flavor && MPI_WIN_FLAVOR_DYNAMIC != module->flavor) ||
+        NULL == e || !ompi_osc_ucxx_ptab_identity(e, &id)) {
         return 0;
     }
-    return ompi_osc_ucxx_cma_peer(ompi_comm_peer_lookup(module->comm, target), peer->cma_pid,
-                                  peer->cma_ident);
+    return ompi_osc_ucxx_cma_peer(ompi_comm_peer_lookup(module->comm, target), id.pid, id.ident);
+}
+
+static uint64_t peer_data_off(const ompi_osc_ucxx_module_t *module, int target)
+{
+    return NULL == module->pub_data_off ? module->pub.data_off : module->pub_data_off[target];
+}
+
+static uint64_t peer_state_off(const ompi_osc_ucxx_module_t *module, int target)
+{
+    return NULL == module->pub_state_off ? module->pub.state_off : module->pub_state_off[target];
+}
+
+/* May we map `target`'s shared memory (on this node, its and ours to map)? */
+static bool mappable(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, target);
+    return OSC_UCXX.use_direct && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags) &&
+           (NULL == module->pub_unmappable || !module->pub_unmappable[target]);
+}
+
+/* The peer's memory and state, ranges of its shared memory mapped here
+ * (or the group's segment of a shared window). */
+static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_pent_t *e)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    uint64_t data_off = peer_data_off(module, target);
+    uint64_t state_off = peer_state_off(module, target);
+
+    if (MPI_WIN_FLAVOR_ALLOCATE == module->flavor && OSC_UCXX_SEG_NONE != data_off) {
+        /* its state pages, then its window memory (osc_ucxx_window.c) */
+        size_t span = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
+        char *p = ompi_osc_ucxx_ptab_map(e, data_off,
+                                         span + ompi_osc_ucxx_peer_size(module, target),
+                                         &peer->maps[0]);
+        if (NULL != p) {
+            peer->direct_state = (ompi_osc_ucxx_state_t *) p;
+            peer->direct_data = p + span;
+        }
+        return;
+    }
+    if (OSC_UCXX_SEG_NONE != state_off) {
+        peer->direct_state = (ompi_osc_ucxx_state_t *) ompi_osc_ucxx_ptab_map(
+            e, state_off, module->state_size, &peer->maps[1]);
+    }
+    if (NULL != peer->direct_state && NULL != module->shseg) {
+        /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
+        peer->direct_data = module->shseg->map + module->shseg->offsets[target];
+    }
 }
 
 void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    ucp_ep_h ep;
+    ompi_osc_ucxx_pent_t *e = NULL;
 
     OSC_UCXX_LOCK(&module->setup_lock);
     if (peer->resolved) {
         goto out;
     }
-    peer->direct_lo = 0;
-    peer->direct_hi = UINT64_MAX;
     if (target == module->rank) {
         peer->direct_data = module->base;
         peer->direct_state = module->state;
-    } else if (OSC_UCXX.use_direct &&
-               OMPI_SUCCESS == ompi_osc_ucxx_worker_get_ep(
-                                   OSC_UCXX.main_worker,
-                                   ompi_comm_peer_lookup(module->comm, target), &ep)) {
-        peer->direct_data = map_direct(module, ep, target, false, peer->base);
+    } else if (mappable(module, target) && NULL != (e = peer_ent(module, target))) {
+        map_peer(module, target, e);
         peer->loads_fault = NULL != peer->direct_data;
-        if (!state_in_data(peer)) {
-            peer->direct_state = map_direct(module, ep, target, true, peer->state);
-        } else if (NULL != peer->direct_data) {
-            peer->direct_state = (ompi_osc_ucxx_state_t *) (peer->direct_data -
-                                                            (peer->base - peer->state));
-        }
-        if (NULL == peer->direct_data && NULL != peer->direct_state && NULL != module->shseg) {
-            /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
-            peer->direct_data = module->shseg->map + module->shseg->offsets[target];
-        }
         if (NULL == peer->direct_data) {
-            peer->cma = user_memory_cma(module, target);
+            peer->cma = user_memory_cma(module, target, e);
         }
     }
     OSC_UCXX_VERBOSE(20, "window %u peer %d: data %s, state %s", module->cid, target,
@@ -301,12 +484,12 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
      * shortcut `whole` opens: osc_ucxx_accumulate.c's short_target) */
     peer->whole = !ompi_osc_ucxx_audit_on && target != module->rank &&
                   MPI_WIN_FLAVOR_DYNAMIC != module->flavor &&
-                  NULL != peer->direct_data && NULL != peer->direct_state &&
-                  0 == peer->direct_lo && UINT64_MAX == peer->direct_hi;
+                  NULL != peer->direct_data && NULL != peer->direct_state;
     opal_atomic_wmb();
     peer->resolved = true;
 out:
     OSC_UCXX_UNLOCK(&module->setup_lock);
+    if (NULL != e) ompi_osc_ucxx_ptab_trim(e);
 }
 
 /* ------------------------------------------------------------------------- */

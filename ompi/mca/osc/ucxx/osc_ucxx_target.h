@@ -27,71 +27,86 @@
 
 BEGIN_C_DECLS
 
+/* What this process keeps per window and peer: what every operation reads
+ * (the access word, the mappings), the epochs' counters, and what the
+ * mappings hold.  Everything else the peer published is kept once per
+ * window where it is the same for every peer (the module's `pub`), else in
+ * the module's arrays (osc_ucxx_window.c), read through the accessors
+ * below. */
 struct ompi_osc_ucxx_peer_t {
-    /* Published at creation */
-    uint64_t base;           /* remote virtual address of the window memory */
-    uint64_t size;           /* window size in bytes */
-    uint64_t state;          /* remote address of the state segment */
-    int32_t disp_unit;
-    uint32_t blob;           /* offset of this peer's packed rkeys in module->blobs */
-    uint32_t data_rkey_len;
-    uint32_t state_rkey_len;
-    uint32_t am_sysbuf;      /* staging bytes it keeps for each origin's active messages */
-    uint32_t acc_shift;      /* log2 of its accumulate stripe block (osc_ucxx_state.c) */
-    uint32_t data_serial, state_serial;  /* its allocations' numbers (rkey_take) */
-    int32_t cma_pid;         /* its pid and identity word (osc_ucxx_cma.c) */
-    uint64_t cma_ident;
-    volatile bool resolved;  /* the direct mappings below are made (first use of the peer) */
-    bool loads_fault;        /* direct_data faults page by page on loads too (a UCX sysv
-                              * segment: no fault-around), so large gets prefault */
-    bool whole;              /* ... and map all of its window memory and its state: a
-                              * peer other than us on an allocate or create window
-                              * (what the short accumulates check first) */
     /* Epoch state for this target (osc_ucxx_epoch.c), in the line of what
      * every operation reads with it */
     volatile int32_t access;       /* OSC_UCXX_TGT_* */
-    /* Direct mappings; NULL where UCX cannot map (user memory, no
-     * shared-memory transport).  direct_data covers [direct_lo, direct_hi)
-     * (everything, where mapped at all). */
-    uint64_t direct_lo, direct_hi;
-    char *direct_data;
     /* Its user memory (create and dynamic windows, not mapped) reached by
      * cross-memory attach: its pid, or 0 (UCX). */
     int32_t cma;
+    /* Its window memory and state segment mapped into ours; NULL where
+     * neither mapping nor UCX can (user memory, another node). */
+    char *direct_data;
     ompi_osc_ucxx_state_t *direct_state;
-    ucp_rkey_h direct_rkeys[2];
+    volatile bool resolved;  /* the mappings above are made (first use of the peer) */
+    bool loads_fault;        /* large gets from direct_data populate it first */
+    bool whole;              /* ... and map all of its window memory and its state: a
+                              * peer other than us on an allocate or create window
+                              * (what the short accumulates check first) */
+    bool pinned;             /* MPI_Win_shared_query gave its memory to the program:
+                              * kept mapped while the window lives */
     volatile uint64_t fence_seen;  /* the peer has called this many fences */
     uint64_t posts_taken;          /* PSCW: its slot posts we have consumed */
     /* 2 MiB chunks of direct_data whose pages this process has populated
      * (a bit each, made at the first large copy: ompi_osc_ucxx_prefault) */
     uint64_t *volatile prefaulted;
+    /* The peer table's entry while this window uses the peer, and the
+     * ranges of its memory mapped for this window (osc_ucxx_ptab.c): the
+     * window memory with its state pages (MPI_Win_allocate), the state. */
+    ompi_osc_ucxx_pent_t *ent;
+    ompi_osc_ucxx_pmap_t *maps[2];
 };
 
 struct ompi_osc_ucxx_link_t {
     ucp_ep_h ep;
-    ucp_rkey_h data_rkey;
+    ucp_rkey_h data_rkey;    /* unpacked on first need (ompi_osc_ucxx_link_rkey) */
     ucp_rkey_h state_rkey;
     /* UCX operations issued on the link, and how many of them a completed
      * flush covered: a flush may skip the link only when they are equal
      * (another thread's flush in progress does not count). */
     volatile int64_t issued;
     volatile int64_t flushed;
-    ompi_osc_ucxx_worker_t *worker;   /* set in a row's summary entry */
+    ompi_osc_ucxx_lrow_t *row;        /* the row it is in (its summary counters) */
     ompi_osc_ucxx_dyncache_t *dyn;    /* dynamic windows: the target's regions */
     bool asked_service;     /* we counted ourselves in the target's serve word */
     bool acc_fence;         /* UCX atomics issued since the last ordering flush
                              * (osc_ucxx_fence_by_flush; osc_ucxx_accumulate.c) */
+    uint8_t unpacked;       /* OSC_UCXX_LINK_DATA | OSC_UCXX_LINK_STATE: tried */
 };
+#define OSC_UCXX_LINK_DATA 1
+#define OSC_UCXX_LINK_STATE 2
 
-/* One worker's links to every peer of a window, an OPAL object whose
- * destructor drops their rkeys and region caches.  links[size] summarizes
- * the row: its counters cover the whole row, and it names the worker. */
+/* One worker's links to the peers of a window, an OPAL object whose
+ * destructor drops their region caches: in chunks of OSC_UCXX_LINK_CHUNK
+ * peers, each made at the first link into it, so that a window reaching
+ * few peers by UCX keeps few links.  `sum` summarizes the row: its
+ * counters cover every link of it. */
+#define OSC_UCXX_LINK_CHUNK 64
 typedef struct {
+    ompi_osc_ucxx_link_t links[OSC_UCXX_LINK_CHUNK];
+} ompi_osc_ucxx_lchunk_t;
+
+struct ompi_osc_ucxx_lrow_t {
     opal_object_t super;
-    int size;
-    ompi_osc_ucxx_link_t links[];
-} ompi_osc_ucxx_lrow_t;
+    ompi_osc_ucxx_link_t sum;
+    ompi_osc_ucxx_worker_t *worker;
+    int nchunks;
+    ompi_osc_ucxx_lchunk_t *volatile chunks[];
+};
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_lrow_t);
+
+/* The link slot of `target` in row `r`, if its chunk was made. */
+static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_row_link(ompi_osc_ucxx_lrow_t *r, int target)
+{
+    ompi_osc_ucxx_lchunk_t *c = r->chunks[target / OSC_UCXX_LINK_CHUNK];
+    return NULL == c ? NULL : &c->links[target % OSC_UCXX_LINK_CHUNK];
+}
 
 /* Link rows of one window, indexed by worker index.  Grows by replacement
  * (readers never take a lock); old tables are kept until free. */
@@ -101,6 +116,41 @@ struct ompi_osc_ucxx_ltab_t {
     volatile int used;       /* rows [used, cap) are all NULL */
     ompi_osc_ucxx_lrow_t *rows[];
 };
+
+/* What peers published at creation, one field at a time: the value every
+ * peer gave, or (where they differ) the peer's from the module's array. */
+static inline uint64_t ompi_osc_ucxx_peer_size(const ompi_osc_ucxx_module_t *m, int target)
+{
+    return OPAL_LIKELY(NULL == m->pub_size) ? m->pub.size : m->pub_size[target];
+}
+
+static inline int32_t ompi_osc_ucxx_peer_disp(const ompi_osc_ucxx_module_t *m, int target)
+{
+    return OPAL_LIKELY(NULL == m->pub_disp) ? m->pub.disp_unit : m->pub_disp[target];
+}
+
+/* The remote address of its window memory: what UCX, cross-memory attach
+ * and messages name. */
+static inline uint64_t ompi_osc_ucxx_peer_base(const ompi_osc_ucxx_module_t *m, int target)
+{
+    return OPAL_LIKELY(NULL == m->pub_base) ? m->pub.base : m->pub_base[target];
+}
+
+static inline uint32_t ompi_osc_ucxx_peer_acc_shift(const ompi_osc_ucxx_module_t *m, int target)
+{
+    return OPAL_LIKELY(NULL == m->pub_acc_shift) ? m->pub.acc_shift : m->pub_acc_shift[target];
+}
+
+static inline uint32_t ompi_osc_ucxx_peer_am_sysbuf(const ompi_osc_ucxx_module_t *m, int target)
+{
+    return NULL == m->pub_am_sysbuf ? m->pub.am_sysbuf : m->pub_am_sysbuf[target];
+}
+
+/* The remote address of its state segment (UCX atomics). */
+static inline uint64_t ompi_osc_ucxx_peer_state(const ompi_osc_ucxx_module_t *m, int target)
+{
+    return NULL == m->pub_state ? m->pub.state : m->pub_state[target];
+}
 
 /* Dynamic windows: an origin's cache of a target's regions, valid for one
  * generation of the target (osc_ucxx_dynamic.c). */
@@ -151,11 +201,17 @@ struct ompi_osc_ucxx_target_t {
     ompi_osc_ucxx_path_t path;
 };
 
-/* Lazy setup (osc_ucxx_target.c) */
+/* Lazy setup (osc_ucxx_target.c): a link (its endpoint); a link's rkeys,
+ * unpacked on first need (NULL: nothing to reach, or no rkey published);
+ * the peer's mappings; the window's links and mappings at free; the peer
+ * table's hooks (target_init, at component init). */
 ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
                                                  ompi_osc_ucxx_worker_t *worker, int target);
+ucp_rkey_h ompi_osc_ucxx_link_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
+                                   int target, bool state);
 void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target);
 void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module);
+void ompi_osc_ucxx_target_init(void);
 /* Dynamic windows: the path to [lo, hi) at the target (osc_ucxx_dynamic.c) */
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                               int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path);
@@ -177,12 +233,27 @@ static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_made(ompi_osc_ucxx_module
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
     if (OPAL_LIKELY(worker->index < tab->cap && NULL != tab->rows[worker->index])) {
-        ompi_osc_ucxx_link_t *link = &tab->rows[worker->index]->links[target];
-        if (OPAL_LIKELY(NULL != link->ep)) {
+        ompi_osc_ucxx_link_t *link = ompi_osc_ucxx_row_link(tab->rows[worker->index], target);
+        if (OPAL_LIKELY(NULL != link && NULL != link->ep)) {
             return link;
         }
     }
     return NULL;
+}
+
+/* The link's rkey of the peer's window memory (or state segment). */
+static inline ucp_rkey_h ompi_osc_ucxx_link_data_rkey(ompi_osc_ucxx_module_t *module,
+                                                      ompi_osc_ucxx_link_t *link, int target)
+{
+    if (OPAL_LIKELY(NULL != link->data_rkey)) return link->data_rkey;
+    return ompi_osc_ucxx_link_rkey(module, link, target, false);
+}
+
+static inline ucp_rkey_h ompi_osc_ucxx_link_state_rkey(ompi_osc_ucxx_module_t *module,
+                                                       ompi_osc_ucxx_link_t *link, int target)
+{
+    if (OPAL_LIKELY(NULL != link->state_rkey)) return link->state_rkey;
+    return ompi_osc_ucxx_link_rkey(module, link, target, true);
 }
 
 /* The link for (worker, module, target); NULL if it cannot be made. */
@@ -197,8 +268,22 @@ static inline ompi_osc_ucxx_link_t *ompi_osc_ucxx_link(ompi_osc_ucxx_module_t *m
     return ompi_osc_ucxx_link_resolve(module, worker, target);
 }
 
+/* A path's link and rkey (an unmapped path, or one by cross-memory attach
+ * that the kernel refused after all). */
+static inline int ompi_osc_ucxx_path_ucx(ompi_osc_ucxx_module_t *module,
+                                         ompi_osc_ucxx_worker_t *worker, int target,
+                                         ompi_osc_ucxx_path_t *path)
+{
+    path->link = ompi_osc_ucxx_link(module, worker, target);
+    if (OPAL_UNLIKELY(NULL == path->link)) {
+        return OMPI_ERR_UNREACH;
+    }
+    path->rkey = ompi_osc_ucxx_link_data_rkey(module, path->link, target);
+    return OMPI_SUCCESS;
+}
+
 /* The peer's window memory mapped into ours, or NULL.  Resolved once per
- * (window, peer). */
+ * (window, peer), and again after the peer table let the peer go. */
 static inline __opal_attribute_always_inline__ char *
 ompi_osc_ucxx_direct(ompi_osc_ucxx_module_t *module, int target)
 {
@@ -223,8 +308,7 @@ ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module, int target)
 /* Is all of the peer's window memory mapped here? */
 static inline bool ompi_osc_ucxx_fully_mapped(ompi_osc_ucxx_module_t *module, int target)
 {
-    return NULL != ompi_osc_ucxx_direct(module, target) &&
-           UINT64_MAX == module->peers[target].direct_hi;
+    return NULL != ompi_osc_ucxx_direct(module, target);
 }
 
 /* Dynamic windows whose links every thread shares (MPI_THREAD_MULTIPLE with
@@ -293,23 +377,19 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
     path->partial = false;
     path->split = false;
     path->cma = 0;
-    if (OPAL_LIKELY(NULL != direct && lo >= peer->direct_lo && hi <= peer->direct_hi)) {
+    if (OPAL_LIKELY(NULL != direct)) {
         path->mapped = true;
-        path->delta = (intptr_t) direct - (intptr_t) peer->base;
-        if (OPAL_LIKELY(UINT64_MAX == peer->direct_hi)) {
-            return OMPI_SUCCESS;
-        }
-        path->partial = true;
-    } else {
-        path->mapped = false;
-        path->cma = peer->cma;
+        path->delta = (intptr_t) direct - (intptr_t) ompi_osc_ucxx_peer_base(module, target);
+        return OMPI_SUCCESS;
     }
-    path->link = ompi_osc_ucxx_link(module, worker, target);
-    if (OPAL_UNLIKELY(NULL == path->link)) {
-        return OMPI_ERR_UNREACH;
+    path->mapped = false;
+    path->link = NULL;
+    path->rkey = NULL;
+    path->cma = peer->cma;
+    if (0 != path->cma) {
+        return OMPI_SUCCESS;  /* (no link: ompi_osc_ucxx_path_ucx if the kernel refuses) */
     }
-    path->rkey = path->link->data_rkey;
-    return OMPI_SUCCESS;
+    return ompi_osc_ucxx_path_ucx(module, worker, target, path);
 }
 
 /* Count ourselves in the target's serve word (where we map it) before we
@@ -329,12 +409,12 @@ static inline void ompi_osc_ucxx_link_ask(ompi_osc_ucxx_module_t *module,
 
 /* Count a UCX operation on a link for the next flush: after it is posted,
  * so a flush that sees the count also covers the operation.  The row's
- * summary entry ([size]) counts too. */
+ * summary (sum) counts too. */
 static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
                                             ompi_osc_ucxx_link_t *link, int target)
 {
     ompi_osc_ucxx_add64(&link->issued, 1);
-    ompi_osc_ucxx_add64(&link[module->size - target].issued, 1);
+    ompi_osc_ucxx_add64(&link->row->sum.issued, 1);
     ompi_osc_ucxx_link_ask(module, link, target);
 }
 

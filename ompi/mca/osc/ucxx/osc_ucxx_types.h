@@ -68,6 +68,7 @@ typedef struct ompi_osc_ucxx_view_t ompi_osc_ucxx_view_t;         /* window.h: a
 typedef struct ompi_osc_ucxx_peer_t ompi_osc_ucxx_peer_t;         /* target.h */
 typedef struct ompi_osc_ucxx_link_t ompi_osc_ucxx_link_t;         /* target.h */
 typedef struct ompi_osc_ucxx_ltab_t ompi_osc_ucxx_ltab_t;         /* target.h */
+typedef struct ompi_osc_ucxx_lrow_t ompi_osc_ucxx_lrow_t;         /* target.h */
 typedef struct ompi_osc_ucxx_dyncache_t ompi_osc_ucxx_dyncache_t; /* target.h */
 typedef struct ompi_osc_ucxx_target_t ompi_osc_ucxx_target_t;     /* target.h */
 typedef struct ompi_osc_ucxx_epoch_t ompi_osc_ucxx_epoch_t;       /* epoch.h */
@@ -76,6 +77,8 @@ typedef struct ompi_osc_ucxx_shseg_t ompi_osc_ucxx_shseg_t;       /* share.h */
 typedef struct ompi_osc_ucxx_uam_t ompi_osc_ucxx_uam_t;           /* uam_internal.h */
 typedef struct ompi_osc_ucxx_shared_comm_t ompi_osc_ucxx_shared_comm_t;  /* wcomm.c */
 typedef struct ompi_osc_ucxx_audit_t ompi_osc_ucxx_audit_t;       /* audit.c */
+typedef struct ompi_osc_ucxx_pent_t ompi_osc_ucxx_pent_t;         /* ptab.c */
+typedef struct ompi_osc_ucxx_pmap_t ompi_osc_ucxx_pmap_t;         /* ptab.c */
 
 /* ------------------------------------------------------------------------- */
 /* Component                                                                 */
@@ -103,6 +106,7 @@ typedef struct ompi_osc_ucxx_component_t {
     bool keep_comm;           /* windows' communicators shared or kept (osc_ucxx_wcomm.c) */
     bool info_direct;         /* info keys subscribed in one pass (osc_ucxx_info.c) */
     unsigned comm_windows;    /* ... window ids on one shared communicator */
+    int peer_cap;             /* peers that may hold state here at once (osc_ucxx_ptab.c) */
     bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
     /* Accumulates (osc_ucxx_accumulate.c, osc_ucxx_acc_am.c) */
     unsigned long acc_granularity;  /* stripe block bytes, unless the window's info says */
@@ -134,6 +138,8 @@ typedef struct ompi_osc_ucxx_component_t {
     bool order_by_flush;      /* order by endpoint flush, not ucp_worker_fence (fence_link) */
     bool device_atomics;      /* UCX may apply our atomics with a device, not the CPU
                                * (osc_ucxx_worker.c; the atomics policy, docs/atomics.md) */
+    bool modex_ok;            /* our worker address and shared memory are in the modex
+                               * for the processes on the node (osc_ucxx_early.c) */
 
     /* Created on the first window, destroyed at finalize */
     ucp_context_h context;
@@ -155,7 +161,8 @@ typedef struct ompi_osc_ucxx_component_t {
     opal_hash_table_t peer_addrs;  /* proc name -> ompi_osc_ucxx_addr_t */
     opal_hash_table_t windows;     /* communicator id -> core */
     ompi_osc_ucxx_module_t *zombies;  /* kept until finalize (see core_release) */
-    struct { ucp_mem_h memh; size_t len; uint32_t serial; } kept[OSC_UCXX_KEPT_MAX];
+    struct { ucp_mem_h memh; void *addr; size_t len; uint64_t off; uint32_t serial; }
+        kept[OSC_UCXX_KEPT_MAX];
                                             /* freed window allocations for reuse (window.c) */
     int num_kept;
     uint32_t alloc_serial;          /* UCX allocations made (their serial numbers) */

@@ -349,7 +349,7 @@ static uam_tgt_t *tgt_get(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_uam_t *u
         OBJ_CONSTRUCT(&tg->lock, opal_mutex_t);
         OBJ_CONSTRUCT(&tg->queue, opal_list_t);
         tg->next_seq = 1;
-        ompi_osc_ucxx_space_init(&tg->sys, module->peers[target].am_sysbuf);
+        ompi_osc_ucxx_space_init(&tg->sys, ompi_osc_ucxx_peer_am_sysbuf(module, target));
         ompi_osc_ucxx_space_init(&tg->hint, hint_for(module, target));
         opal_atomic_wmb();
         uam->tgts[target] = tg;
@@ -523,8 +523,8 @@ static int order_after_rma(ompi_osc_ucxx_view_t *view, int target)
     ompi_osc_ucxx_link_t *link;
 
     opal_atomic_wmb();   /* stores through mappings */
-    if (NULL == worker || NULL == (link = ompi_osc_ucxx_link(view->core, worker, target))) {
-        return OMPI_SUCCESS;
+    if (NULL == worker || NULL == (link = ompi_osc_ucxx_link_made(view->core, worker, target))) {
+        return OMPI_SUCCESS;  /* (no link: no UCX operation to complete) */
     }
     return ompi_osc_ucxx_flush_link(view->core, worker, link);
 }

@@ -4,9 +4,12 @@
  *
  * Window creation and destruction, info keys, views, and
  * MPI_Win_shared_query.  Creation is one collective exchange: each process's
- * window layout and packed rkeys, plus the worker addresses of peers some
- * member has not met yet; links and mappings are made later, on first use
- * (osc_ucxx_target.c).  It also says whether the process's setup failed
+ * window layout (where in its shared memory its window and state segment
+ * lie), then, where some peer reaches memory through UCX, the packed rkeys,
+ * and the worker addresses of peers some member cannot find otherwise (the
+ * modex has those on the node); links and mappings are made later, on
+ * first use (osc_ucxx_target.c).  What every process gave the same is kept
+ * once, the rest per peer (module->pub).  It also says whether the process's setup failed
  * (its memory, typically): then every process fails the creation, since
  * each asks for its own size and one cannot leave the others waiting.
  * Nothing follows the exchange collectively: a peer's creation returns once
@@ -18,7 +21,9 @@
 #include "ompi_config.h"
 
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include "opal/align.h"
 #include "opal/util/info_subscriber.h"
@@ -28,7 +33,7 @@
 #include "osc_ucxx.h"
 #include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_share.h"
-#include "osc_ucxx_cma.h"
+#include "osc_ucxx_seg.h"
 #include "osc_ucxx_uam.h"
 
 static const ompi_osc_base_module_t ucxx_module_template = {
@@ -73,20 +78,27 @@ typedef struct {
     uint64_t base;
     uint64_t size;
     uint64_t state;
-    uint64_t cma_ident;   /* the word peers' cross-memory attach probe reads */
+    uint64_t data_off, state_off;  /* where its window memory (MPI_Win_allocate's, with its
+                                    * state pages) and state lie in its shared memory */
+    ompi_osc_ucxx_segid_t id;      /* how to map it, and cross-memory attach's probe */
     int32_t disp_unit;
     uint32_t data_rkey_len;
     uint32_t state_rkey_len;
     uint32_t addr_len;
-    int32_t need_addrs;   /* some peer's worker address is new to this process */
-    int32_t cma_pid;      /* its pid, for cross-memory attach (osc_ucxx_cma.c) */
+    uint32_t flags;       /* WIRE_* */
     uint32_t am_sysbuf;   /* active-message staging it keeps per origin */
     uint32_t acc_shift;   /* its accumulate stripe block, log2 */
-    uint32_t fence_barrier;  /* osc_ucxx_fence_barrier: all must agree to use it */
-    uint32_t ucx_modes;      /* how UCX applies its atomics (OSC_UCXX_MODES_*) */
+    uint32_t ucx_modes;   /* how UCX applies its atomics (OSC_UCXX_MODES_*) */
     uint32_t data_serial, state_serial;  /* its allocations' numbers (rkeys kept by them) */
+    uint32_t uid;         /* peers of another user may not map its memory */
     int32_t status;       /* its setup failed (an OMPI error code): everyone gives up */
 } wire_info_t;
+
+#define WIRE_NEED_FAR  0x01  /* the worker address of a peer on another node is new to it */
+#define WIRE_NEED_NEAR 0x02  /* ... of a peer on its node */
+#define WIRE_IN_MODEX  0x04  /* its worker address and identity are in the modex */
+#define WIRE_MAPPABLE  0x08  /* peers on the node may map its shared memory, and it theirs */
+#define WIRE_FENCE     0x10  /* osc_ucxx_fence_barrier: all must agree to use it */
 
 /* ------------------------------------------------------------------------- */
 /* Info keys */
@@ -341,14 +353,202 @@ static int pack_rkey(ucp_mem_h memh, void **buf, size_t *len)
 /* The collective exchange: window layout, rkeys, and worker addresses of
  * peers some member has not met yet. */
 
-static bool all_addrs_known(ompi_communicator_t *comm)
+/* WIRE_NEED_*: whose worker addresses this process lacks. */
+static uint32_t addr_needs(ompi_communicator_t *comm, int me)
 {
-    for (int i = 0; i < ompi_comm_size(comm); ++i) {
-        if (!ompi_osc_ucxx_peer_addr_known(ompi_comm_peer_lookup(comm, i))) {
-            return false;
+    uint32_t need = 0;
+    for (int i = 0; i < ompi_comm_size(comm) && need != (WIRE_NEED_FAR | WIRE_NEED_NEAR); ++i) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
+        if (i != me && !ompi_osc_ucxx_peer_addr_known(proc)) {
+            need |= OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags) ? WIRE_NEED_NEAR
+                                                                      : WIRE_NEED_FAR;
         }
     }
-    return true;
+    return need;
+}
+
+/* May peers on this node map our shared memory (and we theirs)? */
+static bool mappable_here(ompi_osc_ucxx_segid_t *id)
+{
+    memset(id, 0, sizeof(*id));
+    return OSC_UCXX.use_direct && ompi_osc_ucxx_seg_self(id) &&
+           1 == prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);  /* (/proc/<pid>/fd asks for it) */
+}
+
+static void wire_mine(ompi_osc_ucxx_module_t *module, int local_rc, wire_info_t *mine)
+{
+    memset(mine, 0, sizeof(*mine));
+    mine->status = local_rc;
+    mine->base = (uint64_t) (uintptr_t) module->base;
+    mine->size = module->len;
+    mine->state = (uint64_t) (uintptr_t) module->state;
+    mine->data_off = module->data_off;
+    mine->state_off = module->state_off;
+    mine->disp_unit = module->disp_unit;
+    mine->flags = addr_needs(module->comm, module->rank) |
+                  (OSC_UCXX.modex_ok ? WIRE_IN_MODEX : 0) |
+                  (mappable_here(&mine->id) ? WIRE_MAPPABLE : 0) |
+                  (OSC_UCXX.fence_barrier ? WIRE_FENCE : 0);
+    mine->am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
+    mine->acc_shift = module->acc_shift;
+    mine->ucx_modes = OSC_UCXX.device_atomics ? OSC_UCXX_MODES_DEVICE : OSC_UCXX_MODES_CPU;
+    mine->data_serial = module->data_serial;
+    mine->state_serial = module->state_serial;
+    mine->uid = (uint32_t) geteuid();
+}
+
+/* A field every process gave the same: once, in `*one`; else a copy per
+ * peer in `*per` (elem bytes each). */
+static int keep_field(const wire_info_t *all, int n, size_t offset, size_t elem, void *one,
+                      void **per)
+{
+    const char *first = (const char *) &all[0] + offset;
+    int i;
+
+    for (i = 1; i < n && 0 == memcmp(first, (const char *) &all[i] + offset, elem); ++i) {
+    }
+    memcpy(one, first, elem);
+    if (i == n) return OMPI_SUCCESS;
+    *per = malloc(n * elem);
+    if (NULL == *per) return OMPI_ERR_OUT_OF_RESOURCE;
+    for (i = 0; i < n; ++i) memcpy((char *) *per + i * elem, (const char *) &all[i] + offset, elem);
+    return OMPI_SUCCESS;
+}
+
+/* What peers published, kept once where uniform.  Window memory addresses
+ * always: messages (active messages, accumulates by message) carry the
+ * target's own addresses.  State segment addresses only where some peer
+ * uses UCX atomics. */
+static int keep_published(ompi_osc_ucxx_module_t *module, const wire_info_t *all)
+{
+    int n = module->size, rc = OMPI_SUCCESS;
+    uint32_t acc_shift;
+
+#define KEEP(field, one, per)                                                  \
+    if (OMPI_SUCCESS == rc)                                                    \
+        rc = keep_field(all, n, offsetof(wire_info_t, field), sizeof(all[0].field), one, \
+                        (void **) per)
+    KEEP(size, &module->pub.size, &module->pub_size);
+    KEEP(disp_unit, &module->pub.disp_unit, &module->pub_disp);
+    KEEP(am_sysbuf, &module->pub.am_sysbuf, &module->pub_am_sysbuf);
+    KEEP(data_off, &module->pub.data_off, &module->pub_data_off);
+    KEEP(state_off, &module->pub.state_off, &module->pub_state_off);
+    KEEP(base, &module->pub.base, &module->pub_base);
+    if (!module->maps_all) KEEP(state, &module->pub.state, &module->pub_state);
+    KEEP(acc_shift, &acc_shift, &module->pub_acc_shift);
+#undef KEEP
+    module->pub.acc_shift = acc_shift;
+    if (OMPI_SUCCESS == rc && NULL != module->pub_acc_shift) {
+        uint32_t *wide = (uint32_t *) module->pub_acc_shift;   /* (kept a byte each) */
+        module->pub_acc_shift = malloc(n);
+        if (NULL == module->pub_acc_shift) rc = OMPI_ERR_OUT_OF_RESOURCE;
+        for (int i = 0; OMPI_SUCCESS == rc && i < n; ++i) {
+            module->pub_acc_shift[i] = (uint8_t) wide[i];
+        }
+        free(wide);
+    }
+    return rc;
+}
+
+/* Which peers we may not map (some process has no shared memory, or
+ * belongs to another user), where not all may; and how to map the peers on
+ * the node, from the exchange even where the modex has it too (a modex
+ * lookup asks the local server: a round trip per peer at the first
+ * access). */
+static int keep_mapping(ompi_osc_ucxx_module_t *module, const wire_info_t *all, bool all_mappable)
+{
+    const wire_info_t *me = &all[module->rank];
+
+    if (!all_mappable) {
+        module->pub_unmappable = malloc(module->size * sizeof(bool));
+        if (NULL == module->pub_unmappable) return OMPI_ERR_OUT_OF_RESOURCE;
+        for (int i = 0; i < module->size; ++i) {
+            module->pub_unmappable[i] = !(all[i].flags & WIRE_MAPPABLE) ||
+                                        !(me->flags & WIRE_MAPPABLE) || all[i].uid != me->uid;
+        }
+    }
+    for (int i = 0; i < module->size; ++i) {
+        ompi_proc_t *proc;
+        if (i == module->rank || 0 == all[i].id.pid) continue;
+        proc = ompi_comm_peer_lookup(module->comm, i);
+        if (OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            ompi_osc_ucxx_ptab_set_identity(proc, &all[i].id);
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/* The rkeys (where some peer may use them) and the worker addresses (where
+ * some process lacks one the modex does not give it): an allgatherv. */
+static int exchange_keys(ompi_osc_ucxx_module_t *module, const wire_info_t *all, bool rkeys,
+                         bool addrs, const void *data_rkey, const void *state_rkey)
+{
+    ompi_communicator_t *comm = module->comm;
+    const wire_info_t *me = &all[module->rank];
+    int size = module->size, rc, *counts = malloc(size * sizeof(int)),
+        *displs = malloc(size * sizeof(int));
+    size_t data_rkey_len = rkeys ? me->data_rkey_len : 0;
+    size_t state_rkey_len = rkeys ? me->state_rkey_len : 0, addr_len = 0, total = 0;
+    size_t blob_total = 0;
+    const void *addr = NULL;
+    char *sendbuf = NULL, *recvbuf = NULL;
+
+    rc = NULL == counts || NULL == displs ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
+    if (OMPI_SUCCESS == rc && addrs) rc = ompi_osc_ucxx_main_address(&addr, &addr_len);
+    if (OMPI_SUCCESS != rc) goto out;  /* (cannot be: the address was packed before) */
+    for (int i = 0; i < size; ++i) {
+        size_t keys = rkeys ? all[i].data_rkey_len + all[i].state_rkey_len : 0;
+        counts[i] = (int) (keys + (addrs ? all[i].addr_len : 0));
+        displs[i] = (int) total;
+        total += counts[i];
+        blob_total += keys;
+    }
+    sendbuf = malloc(counts[module->rank] + 1);
+    recvbuf = malloc(total + 1);
+    if (rkeys) {
+        module->blobs = malloc(blob_total + 1);
+        module->rkeys = calloc(size, sizeof(*module->rkeys));
+    }
+    if (NULL == sendbuf || NULL == recvbuf ||
+        (rkeys && (NULL == module->blobs || NULL == module->rkeys))) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+        goto out;
+    }
+    memcpy(sendbuf, data_rkey, data_rkey_len);
+    memcpy(sendbuf + data_rkey_len, state_rkey, state_rkey_len);
+    if (addrs) memcpy(sendbuf + data_rkey_len + state_rkey_len, addr, addr_len);
+    rc = comm->c_coll->coll_allgatherv(sendbuf, counts[module->rank], MPI_BYTE, recvbuf, counts,
+                                       displs, MPI_BYTE, comm,
+                                       comm->c_coll->coll_allgatherv_module);
+    blob_total = 0;
+    for (int i = 0; OMPI_SUCCESS == rc && i < size; ++i) {
+        size_t keys = rkeys ? all[i].data_rkey_len + all[i].state_rkey_len : 0;
+        ompi_proc_t *proc;
+        if (rkeys) {
+            module->rkeys[i].blob = (uint32_t) blob_total;
+            module->rkeys[i].data_len = (uint16_t) all[i].data_rkey_len;
+            module->rkeys[i].state_len = (uint16_t) all[i].state_rkey_len;
+            module->rkeys[i].data_serial = all[i].data_serial;
+            module->rkeys[i].state_serial = all[i].state_serial;
+            memcpy(module->blobs + blob_total, recvbuf + displs[i], keys);
+            blob_total += keys;
+        }
+        if (!addrs || i == module->rank) continue;
+        /* (the modex gives those on the node that published theirs) */
+        proc = ompi_comm_peer_lookup(comm, i);
+        if ((all[i].flags & WIRE_IN_MODEX) && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            continue;
+        }
+        rc = ompi_osc_ucxx_peer_addr_store(proc, recvbuf + displs[i] + keys, all[i].addr_len);
+    }
+    OSC_UCXX_VERBOSE(10, "window %u: exchanged %zu bytes of rkeys%s", module->cid, blob_total,
+                     addrs ? " and worker addresses" : "");
+out:
+    free(counts);
+    free(displs);
+    free(sendbuf);
+    free(recvbuf);
+    return rc;
 }
 
 static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
@@ -356,13 +556,11 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     ompi_communicator_t *comm = module->comm;
     int size = module->size, rc;
     wire_info_t mine, *all = NULL;
+    uint32_t any = 0, every = ~0u, uid_lo = UINT32_MAX, uid_hi = 0;
     void *data_rkey = NULL, *state_rkey = NULL;
-    size_t data_rkey_len, state_rkey_len, addr_len = 0;
-    const void *addr = NULL;
-    int *counts = NULL, *displs = NULL;
-    char *sendbuf = NULL, *recvbuf = NULL;
-    bool any_need = false;
-    size_t total = 0, blob_total = 0;
+    size_t data_rkey_len = 0, state_rkey_len = 0, addr_len = 0;
+    const void *addr;
+    bool rkeys, addrs;
 
     if (OMPI_SUCCESS == local_rc) {
         local_rc = pack_rkey(module->data_memh, &data_rkey, &data_rkey_len);
@@ -373,29 +571,13 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     if (OMPI_SUCCESS == local_rc) {
         local_rc = ompi_osc_ucxx_main_address(&addr, &addr_len);
     }
-
-    memset(&mine, 0, sizeof(mine));
-    mine.status = local_rc;
-    mine.base = (uint64_t) (uintptr_t) module->base;
-    mine.size = module->len;
-    mine.state = (uint64_t) (uintptr_t) module->state;
-    mine.disp_unit = module->disp_unit;
-    mine.data_rkey_len = data_rkey_len;
-    mine.state_rkey_len = state_rkey_len;
-    mine.addr_len = addr_len;
-    mine.need_addrs = !all_addrs_known(comm);
-    ompi_osc_ucxx_cma_self(&mine.cma_pid, &mine.cma_ident);
-    mine.am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
-    mine.acc_shift = module->acc_shift;
-    mine.fence_barrier = OSC_UCXX.fence_barrier;
-    mine.ucx_modes = OSC_UCXX.device_atomics ? OSC_UCXX_MODES_DEVICE : OSC_UCXX_MODES_CPU;
-    mine.data_serial = module->data_serial;
-    mine.state_serial = module->state_serial;
-
+    wire_mine(module, local_rc, &mine);
+    mine.data_rkey_len = (uint32_t) data_rkey_len;
+    mine.state_rkey_len = (uint32_t) state_rkey_len;
+    mine.addr_len = (uint32_t) addr_len;
     all = malloc(size * sizeof(*all));
-    counts = malloc(size * sizeof(int));
-    displs = malloc(size * sizeof(int));
-    if (NULL == all || NULL == counts || NULL == displs) {
+    module->peers = calloc(size, sizeof(*module->peers));
+    if (NULL == all || NULL == module->peers) {
         rc = OMPI_ERR_OUT_OF_RESOURCE;
         goto out;
     }
@@ -404,11 +586,12 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     if (OMPI_SUCCESS != rc) {
         goto out;
     }
-    module->fence_by_state = true;
     module->ucx_modes = 0;
     for (int i = 0; i < size; ++i) {
-        any_need |= (0 != all[i].need_addrs);
-        module->fence_by_state &= (0 != all[i].fence_barrier);
+        any |= all[i].flags;
+        every &= all[i].flags;
+        if (all[i].uid < uid_lo) uid_lo = all[i].uid;
+        if (all[i].uid > uid_hi) uid_hi = all[i].uid;
         module->ucx_modes |= (uint8_t) all[i].ucx_modes;
         if (OMPI_SUCCESS == rc && OMPI_SUCCESS != all[i].status) {
             rc = i == module->rank ? local_rc : all[i].status;
@@ -419,72 +602,27 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     if (OMPI_SUCCESS != rc) {
         goto out;
     }
-    /* Everyone sees the same flags, so everyone agrees on what is sent. */
-    for (int i = 0; i < size; ++i) {
-        counts[i] = all[i].data_rkey_len + all[i].state_rkey_len +
-                    (any_need ? all[i].addr_len : 0);
-        displs[i] = total;
-        total += counts[i];
-        blob_total += all[i].data_rkey_len + all[i].state_rkey_len;
+    /* Everyone sees the same flags, so everyone agrees on what follows. */
+    module->fence_by_state = 0 != (every & WIRE_FENCE);
+    module->on_node = ompi_osc_ucxx_all_on_node(module);
+    module->maps_all = module->on_node && (every & WIRE_MAPPABLE) && uid_lo == uid_hi;
+    rc = keep_published(module, all);
+    if (OMPI_SUCCESS == rc) {
+        rc = keep_mapping(module, all, (every & WIRE_MAPPABLE) && uid_lo == uid_hi);
     }
-    sendbuf = malloc(counts[module->rank] + 1);
-    recvbuf = malloc(total + 1);
-    module->blobs = malloc(blob_total + 1);
-    module->peers = calloc(size, sizeof(*module->peers));
-    if (NULL == sendbuf || NULL == recvbuf || NULL == module->blobs || NULL == module->peers) {
-        rc = OMPI_ERR_OUT_OF_RESOURCE;
-        goto out;
-    }
-    memcpy(sendbuf, data_rkey, data_rkey_len);
-    memcpy(sendbuf + data_rkey_len, state_rkey, state_rkey_len);
-    if (any_need) {
-        memcpy(sendbuf + data_rkey_len + state_rkey_len, addr, addr_len);
-    }
-    rc = comm->c_coll->coll_allgatherv(sendbuf, counts[module->rank], MPI_BYTE, recvbuf,
-                                       counts, displs, MPI_BYTE, comm,
-                                       comm->c_coll->coll_allgatherv_module);
-    if (OMPI_SUCCESS != rc) {
-        goto out;
-    }
-
-    blob_total = 0;
-    for (int i = 0; i < size; ++i) {
-        ompi_osc_ucxx_peer_t *peer = &module->peers[i];
-        size_t rkeys = all[i].data_rkey_len + all[i].state_rkey_len;
-        peer->base = all[i].base;
-        peer->size = all[i].size;
-        peer->state = all[i].state;
-        peer->disp_unit = all[i].disp_unit;
-        peer->data_rkey_len = all[i].data_rkey_len;
-        peer->state_rkey_len = all[i].state_rkey_len;
-        peer->cma_pid = all[i].cma_pid;
-        peer->cma_ident = all[i].cma_ident;
-        peer->am_sysbuf = all[i].am_sysbuf;
-        peer->acc_shift = all[i].acc_shift;
-        peer->data_serial = all[i].data_serial;
-        peer->state_serial = all[i].state_serial;
-        peer->blob = blob_total;
-        memcpy(module->blobs + blob_total, recvbuf + displs[i], rkeys);
-        blob_total += rkeys;
-        if (any_need) {
-            rc = ompi_osc_ucxx_peer_addr_store(ompi_comm_peer_lookup(comm, i),
-                                               recvbuf + displs[i] + rkeys, all[i].addr_len);
-            if (OMPI_SUCCESS != rc) {
-                goto out;
-            }
-        }
-    }
-    OSC_UCXX_VERBOSE(10, "window %u: exchanged %zu bytes of rkeys%s", module->cid, blob_total,
-                     any_need ? " and worker addresses" : "");
+    if (OMPI_SUCCESS != rc) goto out;
+    /* rkeys where some peer may reach memory through UCX: not where every
+     * peer maps every other's window memory and state */
+    rkeys = !(module->maps_all && (MPI_WIN_FLAVOR_ALLOCATE == module->flavor ||
+                                   MPI_WIN_FLAVOR_SHARED == module->flavor ||
+                                   MPI_WIN_FLAVOR_DYNAMIC == module->flavor));
+    addrs = (any & WIRE_NEED_FAR) || ((any & WIRE_NEED_NEAR) && !(every & WIRE_IN_MODEX));
+    if (rkeys || addrs) rc = exchange_keys(module, all, rkeys, addrs, data_rkey, state_rkey);
 
 out:
     if (NULL != data_rkey) ucp_rkey_buffer_release(data_rkey);
     if (NULL != state_rkey) ucp_rkey_buffer_release(state_rkey);
     free(all);
-    free(counts);
-    free(displs);
-    free(sendbuf);
-    free(recvbuf);
     return rc;
 }
 
@@ -498,6 +636,7 @@ static void module_construct(ompi_osc_ucxx_module_t *module)
     OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_serial_lock, opal_mutex_t);
     module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
+    module->data_off = module->state_off = OSC_UCXX_SEG_NONE;
 }
 
 static void module_destruct(ompi_osc_ucxx_module_t *module)
@@ -508,14 +647,14 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     if (NULL != module->data_memh && 0 != module->data_len) {
         /* MPI_Win_allocate's: the state heads it */
         ompi_osc_ucxx_mem_give(module->state, module->data_memh, module->data_len,
-                               module->data_serial);
+                               module->data_serial, module->data_off);
     } else if (NULL != module->data_memh) {
         ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     }
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
     if (NULL != module->state_memh) {
         ompi_osc_ucxx_mem_give(module->state, module->state_memh, module->state_len,
-                               module->state_serial);
+                               module->state_serial, module->state_off);
     }
     ompi_osc_ucxx_wcomm_put(module);
     ompi_osc_ucxx_audit_release(module);
@@ -525,6 +664,16 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     }
     free(module->peers);
     free(module->blobs);
+    free(module->rkeys);
+    free(module->pub_size);
+    free(module->pub_base);
+    free(module->pub_state);
+    free(module->pub_data_off);
+    free(module->pub_state_off);
+    free(module->pub_disp);
+    free(module->pub_acc_shift);
+    free(module->pub_am_sysbuf);
+    free(module->pub_unmappable);
     free(module->posts_seen);
     free(module->am_hints);
     OBJ_DESTRUCT(&module->setup_lock);
@@ -627,7 +776,8 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
                 return MPI_ERR_NO_MEM;
             }
             rc = ompi_osc_ucxx_window_take(module->data_len, &all, &module->data_memh,
-                                           &module->data_serial, &module->data_len);
+                                           &module->data_serial, &module->data_len,
+                                           &module->data_off);
             if (OMPI_SUCCESS != rc) return rc;
             module->state = all;
             module->base = (char *) all + span;
@@ -670,7 +820,8 @@ static int state_memory(ompi_osc_ucxx_module_t *module)
     if (NULL == module->state) {
         void *state = NULL;
         int rc = ompi_osc_ucxx_state_take(module->state_size, &state, &module->state_memh,
-                                          &module->state_serial, &module->state_len);
+                                          &module->state_serial, &module->state_len,
+                                          &module->state_off);
         if (OMPI_SUCCESS != rc) return rc;
         module->state = state;
         return OMPI_SUCCESS;
@@ -845,10 +996,9 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win)
  * whose window is not empty. */
 static void *query_base(ompi_osc_ucxx_module_t *module, int rank)
 {
-    ompi_osc_ucxx_peer_t *peer = &module->peers[rank];
     char *direct;
 
-    if (0 == peer->size || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+    if (0 == ompi_osc_ucxx_peer_size(module, rank) || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
         return NULL;
     }
     if (NULL != module->shseg) {
@@ -858,9 +1008,9 @@ static void *query_base(ompi_osc_ucxx_module_t *module, int rank)
         return module->base;
     }
     direct = ompi_osc_ucxx_direct(module, rank);
-    if (NULL == direct || peer->direct_lo > peer->base ||
-        peer->direct_hi < peer->base + peer->size) {
-        return NULL;   /* not mapped, or only its inner pages are */
+    if (NULL != direct) {
+        /* the program holds it now: the peer table keeps it mapped */
+        module->peers[rank].pinned = true;
     }
     return direct;     /* (direct_data stands for the peer's base) */
 }
@@ -872,14 +1022,15 @@ int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, i
     void *base;
 
     if (MPI_PROC_NULL == rank) {
-        for (rank = 0; rank < module->size - 1 && 0 == module->peers[rank].size; ++rank) {
+        for (rank = 0; rank < module->size - 1 && 0 == ompi_osc_ucxx_peer_size(module, rank);
+             ++rank) {
         }
     } else if (rank < 0 || rank >= module->size) {
         return MPI_ERR_RANK;
     }
     base = query_base(module, rank);
-    *size = NULL == base ? 0 : (size_t) module->peers[rank].size;
-    *disp_unit = module->peers[rank].disp_unit;
+    *size = NULL == base ? 0 : (size_t) ompi_osc_ucxx_peer_size(module, rank);
+    *disp_unit = ompi_osc_ucxx_peer_disp(module, rank);
     *(void **) baseptr = base;
     return OMPI_SUCCESS;
 }

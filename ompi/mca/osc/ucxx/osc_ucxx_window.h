@@ -61,16 +61,43 @@ struct ompi_osc_ucxx_module_t {
                                      * pages + window), kept for reuse at free */
     uint32_t data_serial, state_serial;  /* the allocations' serials (0: user memory
                                           * or not keepable; ompi_osc_ucxx_rkey_take) */
+    uint64_t data_off, state_off;   /* ... where in our shared memory (osc_ucxx_seg.c;
+                                     * MPI_Win_allocate's: its state pages first), or
+                                     * OSC_UCXX_SEG_NONE */
     ompi_osc_ucxx_state_t *state;   /* our state segment (osc_ucxx_state.c) */
     size_t state_size;
     ompi_osc_ucxx_shseg_t *shseg;   /* MPI_Win_allocate_shared: the group's segment */
 
-    /* Peers (osc_ucxx_target.h): what they published, and the links each
+    /* Peers (osc_ucxx_target.h): what we keep per peer, and the links each
      * worker made to them.  setup_lock serializes the lazy setup. */
     ompi_osc_ucxx_peer_t *peers;
-    char *blobs;
     ompi_osc_ucxx_ltab_t *volatile ltab;
     opal_mutex_t setup_lock;
+    /* What peers published at creation (osc_ucxx_window.c): each field once
+     * where every peer gave the same value (pub), else per peer (the array,
+     * NULL where not needed); read through ompi_osc_ucxx_peer_size & co. */
+    struct {
+        uint64_t size, base, state, data_off, state_off;
+        int32_t disp_unit;
+        uint32_t acc_shift, am_sysbuf;
+    } pub;
+    uint64_t *pub_size, *pub_base, *pub_state, *pub_data_off, *pub_state_off;
+    int32_t *pub_disp;
+    uint8_t *pub_acc_shift;
+    uint32_t *pub_am_sysbuf;
+    bool *pub_unmappable;           /* peers whose memory we may not map (some
+                                     * process has no shared memory, another user) */
+    /* ... their packed rkeys, where some peer may reach memory through UCX
+     * (NULL: every peer maps every other's) */
+    struct ompi_osc_ucxx_rkeys_t {
+        uint32_t blob;              /* offset in blobs: the data rkey, then the state's */
+        uint16_t data_len, state_len;
+        uint32_t data_serial, state_serial;
+    } *rkeys;
+    char *blobs;
+    bool on_node;                   /* all ranks on this node */
+    bool maps_all;                  /* ... and every process maps every other's shared
+                                     * memory (the atomics policy's input) */
 
     /* Peers may reach this window through UCX emulation or active messages
      * (user memory, or no shared-memory mapping): our synchronization calls
@@ -221,9 +248,10 @@ int ompi_osc_ucxx_wcomm_get(ompi_osc_ucxx_module_t *module, ompi_communicator_t 
 int ompi_osc_ucxx_wcomm_close(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_wcomm_put(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_wcomm_fini(void);
-/* Window memory (osc_ucxx_memory.c): UCX allocation or registration
- * (`serial`: the number peers keep its rkey by, 0 for none); state
- * segments (zeroed) and MPI_Win_allocate memory (not), from arenas shared
+/* Window memory (osc_ucxx_memory.c): UCX registration of memory (or
+ * allocation) (`serial`: the number peers keep its rkey by, 0 for none);
+ * state segments (zeroed) and MPI_Win_allocate memory (not), in our shared
+ * memory (`*off`: where in it, or OSC_UCXX_SEG_NONE), from arenas shared
  * by the windows alive where small, else of their own (a freed window's
  * where one fits); take sets `*len` to what it gives, mem_give gives it
  * back.  Finalize releases what is kept. */
@@ -231,10 +259,11 @@ int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *mem
                           uint32_t *serial);
 void ompi_osc_ucxx_state_warm(void);
 int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
-                             size_t *len);
+                             size_t *len, uint64_t *off);
 int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_t *serial,
-                              size_t *len);
-void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t serial);
+                              size_t *len, uint64_t *off);
+void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t serial,
+                            uint64_t off);
 void ompi_osc_ucxx_kept_release(void);
 /* The core a window id names (osc_ucxx_wcomm.c), for active messages. */
 ompi_osc_ucxx_module_t *ompi_osc_ucxx_window_lookup(uint32_t cid);

@@ -18,6 +18,7 @@
 #include <sched.h>
 
 #include "osc_ucxx_types.h"
+#include "osc_ucxx_seg.h"
 
 BEGIN_C_DECLS
 
@@ -93,6 +94,40 @@ bool ompi_osc_ucxx_peer_addr_known(ompi_proc_t *proc);
 int ompi_osc_ucxx_peer_addr_store(ompi_proc_t *proc, const void *addr, size_t len);
 int ompi_osc_ucxx_addr_store_key(uint64_t key, const void *addr, size_t len);
 void ompi_osc_ucxx_peer_addrs_fini(void);
+/* ... through the modex: ours published (the early start), a peer's on
+ * this node learned (false: not there). */
+bool ompi_osc_ucxx_addr_publish(ucp_worker_h worker);
+bool ompi_osc_ucxx_addr_from_modex(uint64_t key);
+/* The peer table lets a peer go: the worker's endpoint to it closed and
+ * the rkeys it kept for it destroyed. */
+void ompi_osc_ucxx_ep_evict(ompi_osc_ucxx_worker_t *worker, uint64_t key);
+void ompi_osc_ucxx_rkeys_drop(ompi_osc_ucxx_worker_t *worker, uint64_t key);
+
+/* The peer table (osc_ucxx_ptab.c): per peer process, how to map its
+ * shared memory, the ranges of it mapped here, the windows that use it; a
+ * bound on how many peers hold anything, the idle ones let go first.
+ * get: the entry (made on first call); identity: how to map its memory
+ * (the modex, or what set_identity recorded from a window's exchange);
+ * map: [off, off + len) of its file mapped here (the address of off;
+ * unmap gives *map back); user_add / user_remove: a window's use of the
+ * peer (its rank there), which the hooks ask about (busy: in an epoch)
+ * and end (release: the window drops its mappings and links of the peer)
+ * when the peer goes; endpoint: a worker made an endpoint to it; trim: over
+ * the bound, let idle peers go, not `keep`. */
+ompi_osc_ucxx_pent_t *ompi_osc_ucxx_ptab_get(ompi_proc_t *proc);
+void ompi_osc_ucxx_ptab_set_identity(ompi_proc_t *proc, const ompi_osc_ucxx_segid_t *id);
+bool ompi_osc_ucxx_ptab_identity(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_segid_t *id);
+int ompi_osc_ucxx_ptab_publish(void);
+char *ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, uint64_t off, size_t len,
+                             ompi_osc_ucxx_pmap_t **map);
+void ompi_osc_ucxx_ptab_unmap(ompi_osc_ucxx_pmap_t *map);
+int ompi_osc_ucxx_ptab_user_add(ompi_osc_ucxx_pent_t *e, void *module, int target);
+void ompi_osc_ucxx_ptab_user_remove(ompi_osc_ucxx_pent_t *e, void *module, int target);
+void ompi_osc_ucxx_ptab_hooks(bool (*busy)(void *module, int target),
+                              void (*release)(void *module, int target));
+void ompi_osc_ucxx_ptab_endpoint(uint64_t key);
+void ompi_osc_ucxx_ptab_trim(ompi_osc_ucxx_pent_t *keep);
+void ompi_osc_ucxx_ptab_fini(void);
 /* The main worker's address, packed on the first call, kept to finalize. */
 int ompi_osc_ucxx_main_address(const void **addr, size_t *len);
 void ompi_osc_ucxx_main_address_release(void);

@@ -1,0 +1,430 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * The peer table: what this process holds per peer process, whatever the
+ * windows, with a bound on how many peers hold anything.
+ *
+ * An entry per peer process met: how to map its shared memory (its
+ * identity, from the modex, where the early start published it, or from a
+ * window's creation exchange), the ranges of it mapped here (shared by
+ * every window whose memory or state lies in them; osc_ucxx_seg.c), and
+ * the windows that use the peer (back references: the window and the
+ * peer's rank in it).  An entry is active while it holds something: a
+ * mapping, a window's use, or an endpoint of some worker (osc_ucxx_peers.c
+ * tells us when it makes one).
+ *
+ * The bound (ScalaRMA's target-state pools): at most OSC_UCXX.peer_cap
+ * active entries.  When one more becomes active, the least recently met
+ * idle ones go: an entry is idle where none of its windows has the peer in
+ * an epoch (its access word) or a message of the window's in flight, and
+ * nothing waits on an endpoint.  Going means: each window drops what it
+ * holds of the peer (the window's hook: its mappings, its links, their
+ * rkeys and region caches), the ranges are unmapped, each worker's endpoint
+ * is flushed and closed and the rkeys kept on it destroyed.  A window meets
+ * the peer again as on its first access.  Where threads may be in the
+ * component at once (MPI_THREAD_MULTIPLE, the progress thread) another
+ * thread may be using what would go, so only mappings no window uses go
+ * there: the bound is then on those alone.
+ *
+ * Mappings no window uses any more stay for the next window in the same
+ * ranges (a peer's arenas hold many windows), up to as many bytes as idle
+ * rkeys may map (osc_ucxx_rkey.c), oldest unmapped first.
+ *
+ * The bound is OSC_UCXX.peer_cap; tests set it small (OSC_UCXX_TEST_TUNE
+ * peer_cap=N, osc_ucxx_component.c) so that every epoch evicts.
+ */
+
+#include "ompi_config.h"
+
+#include <stdlib.h>
+
+#include "ompi/proc/proc.h"
+
+#include "osc_ucxx_worker.h"
+
+#define MODEX_SEG "osc_ucxx.seg"
+
+struct ompi_osc_ucxx_pmap_t {
+    ompi_osc_ucxx_pent_t *ent;
+    uint64_t off;                 /* [off, off + len) of the peer's file */
+    size_t len;
+    char *addr;
+    int refs;                     /* windows' uses */
+    bool unused;                  /* on the list of unused ones */
+    ompi_osc_ucxx_pmap_t *next;   /* the entry's */
+    ompi_osc_ucxx_pmap_t *iprev, *inext;  /* unused ones, oldest first */
+};
+
+typedef struct {
+    void *module;
+    int target;
+} user_t;
+
+struct ompi_osc_ucxx_pent_t {
+    uint64_t key;
+    ompi_osc_ucxx_segid_t id;     /* pid 0: not known yet */
+    bool checked;                 /* a first mapping checked the file's owner */
+    bool active;
+    bool evicting;
+    ompi_osc_ucxx_pmap_t *maps;
+    user_t *users;
+    int nusers, ucap;
+    ompi_osc_ucxx_pent_t *prev, *next;  /* active entries, least recently met first */
+};
+
+static struct {
+    bool ready;
+    opal_hash_table_t table;      /* proc key -> entry */
+    ompi_osc_ucxx_pent_t *first, *last;
+    int active, cap;
+    ompi_osc_ucxx_pmap_t *idle_first, *idle_last;
+    size_t idle_bytes;
+    uint64_t self;
+    bool (*busy)(void *module, int target);
+    void (*release)(void *module, int target);
+} ptab;
+
+void ompi_osc_ucxx_ptab_hooks(bool (*busy)(void *module, int target),
+                              void (*release)(void *module, int target))
+{
+    ptab.busy = busy;
+    ptab.release = release;
+}
+
+/* (under OSC_UCXX.lock, as everything below) */
+static bool table_ready(void)
+{
+    if (!ptab.ready) {
+        OBJ_CONSTRUCT(&ptab.table, opal_hash_table_t);
+        if (OPAL_SUCCESS != opal_hash_table_init(&ptab.table, 256)) {
+            OBJ_DESTRUCT(&ptab.table);
+            return false;
+        }
+        ptab.cap = OSC_UCXX.peer_cap > 0 ? OSC_UCXX.peer_cap : 1;
+        ptab.self = ompi_osc_ucxx_name_key(OMPI_PROC_MY_NAME);
+        ptab.ready = true;
+    }
+    return true;
+}
+
+static ompi_osc_ucxx_pent_t *entry_of(uint64_t key, bool make)
+{
+    ompi_osc_ucxx_pent_t *e = NULL;
+
+    if (!table_ready()) return NULL;
+    if (OPAL_SUCCESS == opal_hash_table_get_value_uint64(&ptab.table, key, (void **) &e) ||
+        !make) {
+        return e;
+    }
+    e = calloc(1, sizeof(*e));
+    if (NULL == e) return NULL;
+    e->key = key;
+    if (OPAL_SUCCESS != opal_hash_table_set_value_uint64(&ptab.table, key, e)) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+static void lru_unlink(ompi_osc_ucxx_pent_t *e)
+{
+    if (e->prev) e->prev->next = e->next; else ptab.first = e->next;
+    if (e->next) e->next->prev = e->prev; else ptab.last = e->prev;
+    e->prev = e->next = NULL;
+}
+
+/* Met now: active (counted in the bound) and the most recent. */
+static void touch(ompi_osc_ucxx_pent_t *e)
+{
+    if (e->active) {
+        lru_unlink(e);
+    } else {
+        e->active = true;
+        ptab.active++;
+    }
+    e->prev = ptab.last;
+    if (e->prev) e->prev->next = e; else ptab.first = e;
+    ptab.last = e;
+}
+
+ompi_osc_ucxx_pent_t *ompi_osc_ucxx_ptab_get(ompi_proc_t *proc)
+{
+    ompi_osc_ucxx_pent_t *e;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    e = entry_of(ompi_osc_ucxx_proc_key(proc), true);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return e;
+}
+
+void ompi_osc_ucxx_ptab_set_identity(ompi_proc_t *proc, const ompi_osc_ucxx_segid_t *id)
+{
+    ompi_osc_ucxx_pent_t *e;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    e = entry_of(ompi_osc_ucxx_proc_key(proc), true);
+    if (NULL != e && 0 == e->id.pid) e->id = *id;
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+}
+
+/* The peer's identity, from the modex the first time (it published it in
+ * MPI_Init: osc_ucxx_early.c) where no window's exchange gave it. */
+bool ompi_osc_ucxx_ptab_identity(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_segid_t *id)
+{
+    if (0 == e->id.pid) {
+        opal_process_name_t name;
+        ompi_osc_ucxx_segid_t got;
+        char *s;
+        memcpy(&name, &e->key, sizeof(name));
+        s = ompi_osc_ucxx_modex_get_optional(&name, MODEX_SEG);
+        if (ompi_osc_ucxx_segid_parse(s, &got) && got.key == e->key) {
+            OSC_UCXX_LOCK(&OSC_UCXX.lock);
+            if (0 == e->id.pid) e->id = got;
+            OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+        }
+        free(s);
+    }
+    *id = e->id;
+    return 0 != id->pid;
+}
+
+/* Ours, for the modex (the early start, before Open MPI's fence). */
+int ompi_osc_ucxx_ptab_publish(void)
+{
+    ompi_osc_ucxx_segid_t id;
+    char buf[96];
+
+    if (!ompi_osc_ucxx_seg_self(&id)) return OMPI_ERR_NOT_AVAILABLE;
+    ompi_osc_ucxx_segid_format(&id, buf, sizeof(buf));
+    return ompi_osc_ucxx_modex_put_local(MODEX_SEG, buf);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Mappings */
+
+static size_t idle_bytes_max(void)
+{
+    return OSC_UCXX.alloc_cache > (4UL << 20) ? OSC_UCXX.alloc_cache : 4UL << 20;
+}
+
+static void idle_unlink(ompi_osc_ucxx_pmap_t *m)
+{
+    if (!m->unused) return;
+    m->unused = false;
+    if (m->iprev) m->iprev->inext = m->inext; else ptab.idle_first = m->inext;
+    if (m->inext) m->inext->iprev = m->iprev; else ptab.idle_last = m->iprev;
+    m->iprev = m->inext = NULL;
+    ptab.idle_bytes -= m->len;
+}
+
+/* (under the lock) unlink from its entry and free; the caller unmaps. */
+static void map_drop(ompi_osc_ucxx_pmap_t *m)
+{
+    ompi_osc_ucxx_pmap_t **at = &m->ent->maps;
+    while (*at != m) at = &(*at)->next;
+    *at = m->next;
+}
+
+char *ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, uint64_t off, size_t len,
+                             ompi_osc_ucxx_pmap_t **out)
+{
+    uint64_t lo = off / OSC_UCXX_SEG_CHUNK * OSC_UCXX_SEG_CHUNK;
+    uint64_t hi = (off + len + OSC_UCXX_SEG_CHUNK - 1) / OSC_UCXX_SEG_CHUNK * OSC_UCXX_SEG_CHUNK;
+    ompi_osc_ucxx_segid_t id;
+    ompi_osc_ucxx_pmap_t *m;
+    bool check;
+    char *addr;
+
+    *out = NULL;
+    if (!ompi_osc_ucxx_ptab_identity(e, &id)) return NULL;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (m = e->maps; NULL != m && !(m->off <= lo && m->off + m->len >= hi); m = m->next) {
+    }
+    if (NULL != m) {
+        if (0 == m->refs++) idle_unlink(m);
+        touch(e);
+        OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+        *out = m;
+        return m->addr + (off - m->off);
+    }
+    check = !e->checked;
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    addr = ompi_osc_ucxx_seg_attach(&id, check, lo, (size_t) (hi - lo));
+    if (NULL == addr || NULL == (m = calloc(1, sizeof(*m)))) {
+        ompi_osc_ucxx_seg_detach(addr, (size_t) (hi - lo));
+        return NULL;
+    }
+    m->ent = e;
+    m->off = lo;
+    m->len = (size_t) (hi - lo);
+    m->addr = addr;
+    m->refs = 1;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    e->checked = true;
+    m->next = e->maps;
+    e->maps = m;
+    touch(e);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    OSC_UCXX_VERBOSE(20, "peer pid %d: [%#" PRIx64 ", %#" PRIx64 ") of its memory mapped at %p",
+                     (int) id.pid, lo, hi, (void *) addr);
+    *out = m;
+    return addr + (off - lo);
+}
+
+void ompi_osc_ucxx_ptab_unmap(ompi_osc_ucxx_pmap_t *m)
+{
+    ompi_osc_ucxx_pmap_t *gone = NULL;
+
+    if (NULL == m) return;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    if (0 == --m->refs && !m->ent->evicting) {
+        m->unused = true;
+        m->iprev = ptab.idle_last;   /* newest last */
+        if (m->iprev) m->iprev->inext = m; else ptab.idle_first = m;
+        ptab.idle_last = m;
+        ptab.idle_bytes += m->len;
+        while (ptab.idle_bytes > idle_bytes_max() && NULL != ptab.idle_first) {
+            ompi_osc_ucxx_pmap_t *old = ptab.idle_first;
+            idle_unlink(old);
+            map_drop(old);
+            old->next = gone;   /* unmapped outside the lock */
+            gone = old;
+        }
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    while (NULL != gone) {
+        ompi_osc_ucxx_pmap_t *next = gone->next;
+        ompi_osc_ucxx_seg_detach(gone->addr, gone->len);
+        free(gone);
+        gone = next;
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Windows' uses, and the bound */
+
+int ompi_osc_ucxx_ptab_user_add(ompi_osc_ucxx_pent_t *e, void *module, int target)
+{
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    if (e->nusers == e->ucap) {
+        int cap = e->ucap ? 2 * e->ucap : 4;
+        user_t *grown = realloc(e->users, cap * sizeof(*grown));
+        if (NULL == grown) {
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+            goto out;
+        }
+        e->users = grown;
+        e->ucap = cap;
+    }
+    e->users[e->nusers].module = module;
+    e->users[e->nusers++].target = target;
+    touch(e);
+out:
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return rc;
+}
+
+void ompi_osc_ucxx_ptab_user_remove(ompi_osc_ucxx_pent_t *e, void *module, int target)
+{
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (int i = 0; i < e->nusers; ++i) {
+        if (e->users[i].module == module && e->users[i].target == target) {
+            e->users[i] = e->users[--e->nusers];
+            break;
+        }
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+}
+
+/* A worker made an endpoint to `key` (osc_ucxx_peers.c). */
+void ompi_osc_ucxx_ptab_endpoint(uint64_t key)
+{
+    ompi_osc_ucxx_pent_t *e;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    e = key == ptab.self ? NULL : entry_of(key, true);
+    if (NULL != e) touch(e);
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+}
+
+/* May everything of `e` go now?  (One thread in the component: nobody else
+ * uses it meanwhile.) */
+static bool idle(ompi_osc_ucxx_pent_t *e)
+{
+    if (OSC_UCXX.mt || e->key == ptab.self || NULL == ptab.busy ||
+        0 != ompi_osc_ucxx_pongs_due) {
+        return false;
+    }
+    for (int w = 0; w < OSC_UCXX.num_workers; ++w) {
+        if (OSC_UCXX.workers[w]->pending > 0) return false;  /* (requests in flight) */
+    }
+    for (int i = 0; i < e->nusers; ++i) {
+        if (ptab.busy(e->users[i].module, e->users[i].target)) return false;
+    }
+    return true;
+}
+
+static void evict(ompi_osc_ucxx_pent_t *e)
+{
+    e->evicting = true;
+    /* the windows first: their links hold rkeys unpacked on the endpoints */
+    while (e->nusers > 0) {
+        user_t u = e->users[--e->nusers];
+        ptab.release(u.module, u.target);
+    }
+    while (NULL != e->maps) {
+        ompi_osc_ucxx_pmap_t *m = e->maps;
+        e->maps = m->next;
+        idle_unlink(m);
+        ompi_osc_ucxx_seg_detach(m->addr, m->len);
+        free(m);
+    }
+    for (int w = 0; w < OSC_UCXX.num_workers; ++w) {
+        ompi_osc_ucxx_ep_evict(OSC_UCXX.workers[w], e->key);
+    }
+    e->evicting = false;
+    lru_unlink(e);
+    e->active = false;
+    ptab.active--;
+    OSC_UCXX_VERBOSE(20, "peer pid %d: its mappings and endpoints let go (%d peers held)",
+                     (int) e->id.pid, ptab.active);
+}
+
+/* Over the bound: let the least recently met idle entries go (not `keep`,
+ * which the caller is setting up). */
+void ompi_osc_ucxx_ptab_trim(ompi_osc_ucxx_pent_t *keep)
+{
+    ompi_osc_ucxx_pent_t *e, *next;
+
+    if (!ptab.ready || ptab.active <= ptab.cap || OSC_UCXX.mt) return;
+    for (e = ptab.first; NULL != e && ptab.active > ptab.cap; e = next) {
+        next = e->next;
+        if (e != keep && idle(e)) evict(e);
+    }
+}
+
+/* Finalize, the windows gone: every mapping, every entry. */
+void ompi_osc_ucxx_ptab_fini(void)
+{
+    uint64_t key;
+    void *value, *node = NULL;
+    int rc;
+
+    if (!ptab.ready) return;
+    rc = opal_hash_table_get_first_key_uint64(&ptab.table, &key, &value, &node);
+    while (OPAL_SUCCESS == rc) {
+        ompi_osc_ucxx_pent_t *e = value;
+        while (NULL != e->maps) {
+            ompi_osc_ucxx_pmap_t *m = e->maps;
+            e->maps = m->next;
+            ompi_osc_ucxx_seg_detach(m->addr, m->len);
+            free(m);
+        }
+        free(e->users);
+        free(e);
+        rc = opal_hash_table_get_next_key_uint64(&ptab.table, &key, &value, node, &node);
+    }
+    OBJ_DESTRUCT(&ptab.table);
+    memset(&ptab, 0, sizeof(ptab));
+}

@@ -1,0 +1,53 @@
+/*
+ * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
+ * $COPYRIGHT$
+ *
+ * Shared memory this process owns, which peers on the node map by ranges
+ * (osc_ucxx_seg.c says how).
+ */
+
+#ifndef OMPI_OSC_UCXX_SEG_H
+#define OMPI_OSC_UCXX_SEG_H
+
+#include "osc_ucxx_types.h"
+
+BEGIN_C_DECLS
+
+/* Peers map our file in pieces of this many bytes (a range is rounded out
+ * to them), and ranges of the file are taken aligned to it. */
+#define OSC_UCXX_SEG_CHUNK (16 * 1024)
+/* Not in our file (user memory, an MPI_Win_allocate_shared segment, none). */
+#define OSC_UCXX_SEG_NONE UINT64_MAX
+
+/* What a peer needs to map our file: our pid, the file's descriptor here,
+ * and our name (ompi_osc_ucxx_proc_key), which the file's first word holds.
+ * The same word's address is what cross-memory attach probes read
+ * (osc_ucxx_cma.c).  pid 0: unknown. */
+typedef struct {
+    int32_t pid;
+    int32_t fd;
+    uint64_t key;
+    uint64_t ident;    /* the address of our name word (cross-memory attach) */
+} ompi_osc_ucxx_segid_t;
+
+/* Our file, made on the first call; false where it cannot be made. */
+bool ompi_osc_ucxx_seg_self(ompi_osc_ucxx_segid_t *id);
+/* `len` bytes (a multiple of the page) of our file, their pages reserved,
+ * mapped here: the address and the offset.  MPI_ERR_NO_MEM where the
+ * pages cannot be reserved. */
+int ompi_osc_ucxx_seg_take(size_t len, void **addr, uint64_t *off);
+/* Give back what seg_take gave (its pages go back to the system). */
+void ompi_osc_ucxx_seg_give(void *addr, uint64_t off, size_t len);
+/* [off, off + len) of a peer's file mapped here, or NULL.  `check`: read
+ * the owner's name first (the pid may name another process). */
+void *ompi_osc_ucxx_seg_attach(const ompi_osc_ucxx_segid_t *id, bool check, uint64_t off,
+                               size_t len);
+void ompi_osc_ucxx_seg_detach(void *addr, size_t len);
+/* Our identity as a string (the modex) and back. */
+void ompi_osc_ucxx_segid_format(const ompi_osc_ucxx_segid_t *id, char *buf, size_t len);
+bool ompi_osc_ucxx_segid_parse(const char *s, ompi_osc_ucxx_segid_t *id);
+void ompi_osc_ucxx_seg_fini(void);
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_UCXX_SEG_H */
