@@ -11,8 +11,10 @@
  * then round trips dominate every time and the machine's noise does not.
  * Each pattern runs -x warm-up and -i timed iterations (each timed on its
  * own, MPI_Wtime, at rank 0); its row gives the median in microseconds and
- * in ROUND TRIPS: divided by the same run's MPI ping-pong round trip (8 B
- * MPI_Send/MPI_Recv, measured first and last, the median of both sets).
+ * in ROUND TRIPS (rt): divided by the same run's MPI ping-pong round trip
+ * (8 B MPI_Send/MPI_Recv, measured first and last, the median of both
+ * sets); rt_lo: the 10th percentiles divided likewise (load on the machine
+ * moves it least); rt_p90: the 90th percentile over the ping-pong's median.
  * One 4 KiB window of flavor -w; rank 0 is the origin, rank 1 the target,
  * which waits in MPI_Barrier during the passive patterns:
  *
@@ -390,7 +392,10 @@ static meas_t run_busy(ctx_t *c, const pattern_t *p, double *t, double *speed, d
     return m;
 }
 
-static void row(const char *name, const meas_t *m, double rtt_s, double speed, double xcpu)
+/* A row: round trips are times over the ping-pong's (`pp`): median over
+ * median, 10th percentile over its 10th (rt_lo: what load on the machine
+ * moves least), 90th percentile over the median. */
+static void row(const char *name, const meas_t *m, const meas_t *pp, double speed, double xcpu)
 {
     char fr[32], sp[32], xc[32];
     if (m->frames >= 0) snprintf(fr, sizeof(fr), "%.2f", m->frames);
@@ -399,9 +404,9 @@ static void row(const char *name, const meas_t *m, double rtt_s, double speed, d
     else snprintf(sp, sizeof(sp), "n/a");
     if (speed > 0) snprintf(xc, sizeof(xc), "%.3f", xcpu);
     else snprintf(xc, sizeof(xc), "n/a");
-    printf("%-16s %10.2f %8.2f %8.2f %12.*f %8s %6d %6s %6s\n", name, m->med_s / rtt_s,
-           m->p10_s / rtt_s, m->p90_s / rtt_s, m->med_s < 1e-5 ? 3 : 1, m->med_s * 1e6, fr, m->n,
-           sp, xc);
+    printf("%-16s %10.2f %8.2f %8.2f %12.*f %8s %6d %6s %6s\n", name, m->med_s / pp->med_s,
+           m->p10_s / pp->p10_s, m->p90_s / pp->med_s, m->med_s < 1e-5 ? 3 : 1, m->med_s * 1e6,
+           fr, m->n, sp, xc);
     fflush(stdout);
 }
 
@@ -448,7 +453,7 @@ static void sync_patterns(ctx_t *c, const int *want, const int *busy)
     double *t = calloc(MAX_ITERS, sizeof(double)), *pp = calloc(2 * (size_t) opt.iters,
                                                                 sizeof(double));
     meas_t m[NPATTERNS], mb[NPATTERNS], first, last;
-    double speed[NPATTERNS], xcpu[NPATTERNS], rtt;
+    double speed[NPATTERNS], xcpu[NPATTERNS];
     int npp = 0;
 
     if (!t || !pp) bench_die("out of memory");
@@ -463,19 +468,19 @@ static void sync_patterns(ctx_t *c, const int *want, const int *busy)
     check(c);
     if (c->rank == 0) {
         char name[64];
-        rtt = bench_median(pp, npp);      /* = stats(pp).med_s, the pingpong row's */
-        printf("# rtt_us=%.1f (first %.1f, last %.1f): the unit of the rt column\n", rtt * 1e6,
-               first.med_s * 1e6, last.med_s * 1e6);
-        printf("# columns: pattern rt rt_p10 rt_p90 us frames n speed xcpu\n");
-        stats(&first, pp, npp);
-        first.n = npp;
-        row("pingpong", &first, rtt, 0, 0);
+        meas_t unit = first;             /* frames: the first ping-pong's */
+        stats(&unit, pp, npp);
+        unit.n = npp;
+        printf("# rtt_us=%.1f (first %.1f, last %.1f): the unit of the rt columns\n",
+               unit.med_s * 1e6, first.med_s * 1e6, last.med_s * 1e6);
+        printf("# columns: pattern rt rt_lo rt_p90 us frames n speed xcpu\n");
+        row("pingpong", &unit, &unit, 0, 0);
         for (int i = 1; i < NPATTERNS; i++) {
-            if (want[i]) row(patterns[i].name, &m[i], rtt, 0, 0);
+            if (want[i]) row(patterns[i].name, &m[i], &unit, 0, 0);
         }
         for (int i = 1; i < NPATTERNS; i++) {
             snprintf(name, sizeof(name), "busy_%s", patterns[i].name);
-            if (busy[i]) row(name, &mb[i], rtt, speed[i], xcpu[i]);
+            if (busy[i]) row(name, &mb[i], &unit, speed[i], xcpu[i]);
         }
     }
     free(t);
