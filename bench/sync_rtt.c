@@ -53,9 +53,11 @@
  * counter, flush, put counter + 1, MPI_Win_unlock(0).  Checks that every
  * increment is kept (exit 1 with WRONG otherwise) and prints a row: np,
  * time per acquisition (slowest rank's time / (np K), us and round trips),
- * spread of the ranks' completion times ((max - min) / max), the fastest
- * and slowest rank's seconds, and frames per acquisition (sum over hosts
- * of each host's transmitted frames, one rank per host reading).
+ * spread of the ranks' completion times ((max - min) / max; rspread: the
+ * same over the ranks on other hosts than rank 0, whose lock is local to
+ * its host's ranks), the fastest and slowest rank's seconds, and frames per
+ * acquisition (sum over hosts of each host's transmitted frames, one rank
+ * per host reading).
  *
  * Values are checked: the accumulates and fetch-and-ops sum to what the
  * origin did, the last put is in place (exit 1 with WRONG otherwise).
@@ -490,18 +492,25 @@ static void sync_patterns(ctx_t *c, const int *want, const int *busy)
 /* Every rank: K exclusive-lock increments of rank 0's counter. */
 static void contend(ctx_t *c)
 {
-    double *t = calloc((size_t) opt.iters, sizeof(double)), mine, *done = NULL, rtt;
+    double *t = calloc((size_t) opt.iters, sizeof(double)), mine[2], *done = NULL, rtt;
     long long f0, f1, fsum = 0, fmine = 0;
     MPI_Aint d = bench_disp(&c->w, 0, W_CTR * sizeof(uint64_t));
     MPI_Comm host;
-    int hrank;
+    MPI_Group world_g, host_g;
+    int hrank, zero = 0, zero_here;
     uint64_t v, total = 0;
 
     if (!t) bench_die("out of memory");
     rtt = run_pattern(c, &patterns[0], t).med_s;
-    /* one rank per host reads its host's transmitted frames */
+    /* one rank per host reads its host's transmitted frames; the ranks on
+     * rank 0's host (the lock's) are told apart in the fairness figures */
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
     MPI_Comm_rank(host, &hrank);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_g);
+    MPI_Comm_group(host, &host_g);
+    MPI_Group_translate_ranks(world_g, 1, &zero, host_g, &zero_here);
+    MPI_Group_free(&world_g);
+    MPI_Group_free(&host_g);
     MPI_Comm_free(&host);
     f0 = hrank == 0 ? frames(1) : 0;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -514,15 +523,17 @@ static void contend(ctx_t *c)
         MPI_Put(&v, 1, MPI_UINT64_T, 0, d, 1, MPI_UINT64_T, c->w.win);
         MPI_Win_unlock(0, c->w.win);
     }
-    mine = bench_now() - t0;
+    mine[0] = bench_now() - t0;
+    mine[1] = zero_here == MPI_UNDEFINED;         /* on another host than the lock */
     MPI_Barrier(MPI_COMM_WORLD);
     if (hrank == 0 && f0 >= 0) {
         usleep((useconds_t) opt.quiet_ms * 1000);
         f1 = frames(1);
         fmine = f1 >= 0 ? f1 - f0 : -1;
     }
-    if (c->rank == 0 && !(done = calloc((size_t) c->np, sizeof(double)))) bench_die("out of memory");
-    MPI_Gather(&mine, 1, MPI_DOUBLE, done, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (c->rank == 0 && !(done = calloc(2 * (size_t) c->np, sizeof(double))))
+        bench_die("out of memory");
+    MPI_Gather(mine, 2, MPI_DOUBLE, done, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (fmine < 0) fmine = -(1LL << 40);          /* a host without counters: n/a */
     MPI_Reduce(&fmine, &fsum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (c->rank == 0) {
@@ -534,18 +545,30 @@ static void contend(ctx_t *c)
                     (unsigned long long) total, c->np, opt.K);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        double lo = bench_min(done, c->np), hi = bench_max(done, c->np);
+        double lo = 1e300, hi = 0, rlo = 1e300, rhi = 0;
+        int nremote = 0;
+        for (int r = 0; r < c->np; r++) {
+            double x = done[2 * r];
+            if (x < lo) lo = x;
+            if (x > hi) hi = x;
+            if (done[2 * r + 1] == 0) continue;
+            nremote++;
+            if (x < rlo) rlo = x;
+            if (x > rhi) rhi = x;
+        }
         double acq = hi / ((double) opt.K * c->np);
-        char fr[32];
+        char fr[32], rs[32];
         if (fsum >= 0 && opt.iface[0])
             snprintf(fr, sizeof(fr), "%.2f", (double) fsum / ((double) opt.K * c->np));
         else snprintf(fr, sizeof(fr), "n/a");
+        if (nremote >= 2 && rhi > 0) snprintf(rs, sizeof(rs), "%.3f", (rhi - rlo) / rhi);
+        else snprintf(rs, sizeof(rs), "n/a");
         printf("# rtt_us=%.1f (ranks 0 and 1): the unit of the acq_rt column; counter %llu "
                "= %d x %d: every increment kept\n", rtt * 1e6, (unsigned long long) total,
                c->np, opt.K);
-        printf("# columns: np acq_us acq_rt spread min_s max_s frames\n");
-        printf("%d %.1f %.2f %.3f %.4g %.4g %s\n", c->np, acq * 1e6, acq / rtt,
-               hi > 0 ? (hi - lo) / hi : 0, lo, hi, fr);
+        printf("# columns: np acq_us acq_rt spread rspread min_s max_s frames\n");
+        printf("%d %.1f %.2f %.3f %s %.4g %.4g %s\n", c->np, acq * 1e6, acq / rtt,
+               hi > 0 ? (hi - lo) / hi : 0, rs, lo, hi, fr);
     }
     free(done);
     free(t);
