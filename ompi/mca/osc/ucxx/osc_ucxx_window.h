@@ -102,6 +102,7 @@ struct ompi_osc_ucxx_module_t {
     volatile int32_t am_outstanding;
     volatile int32_t am_error;
     volatile int32_t am_deferred;
+    volatile int32_t am_fetching;   /* ... of them, those whose answers carry values */
 
     /* User active messages (osc_ucxx_uam.c): made by the first AM call;
      * creation-only keys: am_buf_interleave_am_detach, am_user_buf_<rank>. */
@@ -120,6 +121,14 @@ struct ompi_osc_ucxx_module_t {
                                      * state_cpu, and no process switched it off
                                      * (agreed at creation) */
     uint64_t barrier_seq;           /* fence barriers through state segments so far */
+    /* ... else notices and counts (osc_ucxx_notice.c): closing fences so far
+     * (the same count on every process); the notices that arrived for them
+     * and those the counts said we are owed, by the closing's parity; a
+     * notice sent to each rank this closing (0 or 1, reduced) */
+    uint64_t fence_closes;
+    volatile int64_t fence_notices[2];
+    int64_t fence_owed[2];
+    int32_t *fence_sent;
     bool crowded;                   /* more processes here than cores (ompi_osc_ucxx_crowded) */
     volatile bool exposed;          /* PSCW: between post and wait/test */
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
