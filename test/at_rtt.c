@@ -12,21 +12,28 @@
  *     fences: the notice behind the put and one exchange of counts, about
  *     one round trip (checked with 2 ranks, where the fence's collective
  *     is one exchange).
- * After each epoch p checks the value rank 0 put (wait / the second fence
- * returned: it must be there).  (A get would add its own round trip.)
+ *   - lock exclusive + 10 puts of 8 bytes + unlock, p waiting in a
+ *     barrier: a dynamic window must not pay a round trip per put to learn
+ *     about detaches, only one per epoch.
+ * After each epoch p checks the values rank 0 put (wait / the second fence
+ * returned, or after the barrier: they must be there).  (A get would add
+ * its own round trip.)
  *
  * Where run-tests.sh gives TU_DELAY_US (hosts.sh --delay) and p is on
  * another host, the fastest epoch must take less than 1.5 times (PSCW) or
  * 1.6 times (fence) the fastest 8-byte MPI ping-pong with p; a flush before
  * the notice (the old protocol) takes 2.  Dynamic windows get one round trip
- * more (each access reads the target's detach generation).  Without a delay
- * the same epochs run and every value is checked.
+ * more (the first access of an epoch reads the target's detach generation),
+ * and their lock epoch may take at most 2 round trips more than the
+ * allocated window's (a read per put took 10 more).  Without a delay the
+ * same epochs run and every value is checked.
  */
 #include "testutil.h"
 
 #define REPS 20
 #define WARM 3
-#define W_PUT 0   /* the word rank 0 puts */
+#define W_PUT 0   /* the word rank 0 puts (PSCW, fence) */
+#define NPUT 10   /* the lock epoch's puts: words 1..NPUT */
 
 static double fastest_pingpong(int me, int peer)
 {
@@ -108,6 +115,39 @@ static double fence(tu_win_t *w, int me, int peer)
     return best;
 }
 
+static double lock_puts(tu_win_t *w, int me, int peer)
+{
+    double best = 1e9;
+    for (int i = 0; i < REPS + WARM; i++) {
+        uint64_t put[NPUT];
+        for (int k = 0; k < NPUT; k++) put[k] = value(w, peer, i, 3 + k);
+        if (0 == me) {
+            double t0 = MPI_Wtime();
+            TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w->win));
+            for (int k = 0; k < NPUT; k++) {
+                TU_MPI(MPI_Put(&put[k], 1, MPI_UINT64_T, peer, tu_disp(w, peer, 1 + k), 1,
+                               MPI_UINT64_T, w->win));
+            }
+            TU_MPI(MPI_Win_unlock(peer, w->win));
+            double t = MPI_Wtime() - t0;
+            if (i >= WARM && t < best) best = t;
+        }
+        TU_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        if (me == peer) {
+            TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w->win));
+            for (int k = 0; k < NPUT; k++) {
+                uint64_t got = ((volatile uint64_t *) w->base)[1 + k];
+                TU_CHECK(got == put[k], "lock + puts, %s window, epoch %d: word %d holds %llx, "
+                         "expected %llx", tu_flavor_names[w->flavor], i, 1 + k,
+                         (unsigned long long) got, (unsigned long long) put[k]);
+            }
+            TU_MPI(MPI_Win_unlock(me, w->win));
+        }
+        TU_MPI(MPI_Barrier(MPI_COMM_WORLD));  /* (checked before the next epoch) */
+    }
+    return best;
+}
+
 /* Rank 0: an epoch's fastest time against the fastest ping-pong. */
 static void check_rtt(const char *what, const tu_win_t *w, int peer, double best, double pp,
                       double limit)
@@ -124,6 +164,7 @@ static void check_rtt(const char *what, const tu_win_t *w, int peer, double best
 int main(int argc, char **argv)
 {
     int me, np, spans;
+    double locked[TU_NFLAVORS_ALL][64] = { { 0 } }, pps[64] = { 0 };
     const char *env = getenv("TU_DELAY_US");
     double delay_us = env ? atof(env) : 0;
     MPI_Comm node;
@@ -140,7 +181,7 @@ int main(int argc, char **argv)
     for (int f = 0; f < TU_NFLAVORS_ALL; f++) {
         tu_win_t w;
         if (!tu_flavor_or_all(f)) continue;
-        tu_win_create(f, sizeof(uint64_t), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+        tu_win_create(f, (1 + NPUT) * sizeof(uint64_t), sizeof(uint64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
         if (MPI_WIN_NULL == w.win) continue;
         TU_MPI(MPI_Win_set_errhandler(w.win, MPI_ERRORS_RETURN));
         for (int peer = 1; peer < np; peer++) {
@@ -153,9 +194,24 @@ int main(int argc, char **argv)
             if (timed) check_rtt("PSCW epoch (start, put, complete)", &w, peer, t, pp, 1.5);
             t = fence(&w, me, peer);
             if (timed && 2 == np) check_rtt("fence, put, fence", &w, peer, t, pp, 1.6);
+            t = lock_puts(&w, me, peer);
+            if (timed && peer < 64) {
+                locked[f][peer] = t;
+                pps[peer] = pp;
+                printf("lock + %d puts + unlock, %s window, rank %d: %.2f ping-pongs\n", NPUT,
+                       tu_flavor_names[f], peer, t / pp);
+            }
             MPI_Group_free(&gp);
         }
         tu_win_free(&w);
+    }
+    for (int peer = 1; peer < np && peer < 64; peer++) {
+        double a = locked[TU_ALLOCATE][peer], d = locked[TU_DYNAMIC][peer];
+        if (a > 0 && d > 0) {
+            TU_CHECK(d < a + 2.0 * pps[peer], "lock + %d puts + unlock on rank %d: dynamic window "
+                     "%.2f round trips, allocated %.2f: more than 2 more", NPUT, peer,
+                     d / pps[peer], a / pps[peer]);
+        }
     }
     MPI_Group_free(&g0);
     MPI_Group_free(&world);

@@ -121,6 +121,9 @@ struct ompi_osc_ucxx_dyncache_t {
     uint64_t hot_lo, hot_hi;
     ucp_rkey_h hot_rkey;
     const volatile uint64_t *gen_word;
+    /* Where gen_word is NULL, gen was read after the window's dyn_syncs-th
+     * synchronization and holds until the next one */
+    uint64_t syncs;
     int count, cap;
     uint64_t max_len;        /* the longest entry (cache_covers starts from it) */
     struct ompi_osc_ucxx_dynentry_t {

@@ -144,8 +144,20 @@ struct ompi_osc_ucxx_module_t {
     ompi_osc_ucxx_region_t *regions;
     int nregions, regions_cap;
     uint64_t dyn_max_len;
+    /* Synchronization calls that may follow a target's detach (epochs
+     * opened, flushes) so far: an origin re-reads a target's detach
+     * generation at its first access after one (osc_ucxx_dynamic.c) */
+    volatile uint64_t dyn_syncs;
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_module_t);
+
+/* Count one of those synchronizations (dynamic windows only). */
+static inline void ompi_osc_ucxx_dyn_synced(ompi_osc_ucxx_module_t *module)
+{
+    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == module->flavor)) {
+        __atomic_fetch_add(&module->dyn_syncs, 1, __ATOMIC_RELEASE);
+    }
+}
 
 /* One MPI_Win handle on a core.  super must come first (Open MPI calls
  * through it), then the magic and extension table that libmpix_ucxx
