@@ -35,28 +35,6 @@
 #define W_PUT 0   /* the word rank 0 puts (PSCW, fence) */
 #define NPUT 10   /* the lock epoch's puts: words 1..NPUT */
 
-static double fastest_pingpong(int me, int peer)
-{
-    double best = 1e9;
-    for (int i = 0; i < REPS + WARM; i++) {
-        uint64_t v = ((uint64_t) peer << 32) | (uint64_t) i, got = 0;
-        if (0 == me) {
-            double t0 = MPI_Wtime();
-            TU_MPI(MPI_Send(&v, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD));
-            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            double t = MPI_Wtime() - t0;
-            if (i >= WARM && t < best) best = t;
-            TU_CHECK(got == v + 1, "ping-pong with rank %d: got %llx", peer,
-                     (unsigned long long) got);
-        } else if (me == peer) {
-            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            got++;
-            TU_MPI(MPI_Send(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD));
-        }
-    }
-    return best;
-}
-
 static uint64_t value(const tu_win_t *w, int peer, int i, int kind)
 {
     return ((uint64_t) kind << 56) | ((uint64_t) w->flavor << 48) | ((uint64_t) peer << 32) |
@@ -189,7 +167,7 @@ int main(int argc, char **argv)
             int timed = 0 == me && remote && delay_us > 0;
             MPI_Group gp;
             MPI_Group_incl(world, 1, &peer, &gp);
-            double pp = fastest_pingpong(me, peer);
+            double pp = tu_fastest_pingpong(me, peer, REPS, WARM);
             double t = pscw(&w, me, peer, g0, gp);
             if (timed) check_rtt("PSCW epoch (start, put, complete)", &w, peer, t, pp, 1.5);
             t = fence(&w, me, peer);
