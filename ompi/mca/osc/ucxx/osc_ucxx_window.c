@@ -606,8 +606,7 @@ static bool machine_can_hold(size_t len)
  * state on the first page(s), the window from the next page on: one rkey, so
  * creating, mapping (each peer, each worker's link), unmapping and freeing
  * cost one shared-memory segment instead of two (with UCX's sysv transport a
- * shmget/shmat/shmdt each: ~6 us of creation and ~6 us of free with 2
- * ranks), and none where the piece comes from an arena (small windows:
+ * shmget/shmat/shmdt each), and none where the piece comes from an arena (small windows:
  * osc_ucxx_memory.c).  Failures are this process's; the caller makes them
  * everyone's. */
 static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t size, int flavor,
