@@ -70,6 +70,7 @@ typedef struct {
     ompi_osc_ucxx_runs_t results;  /* where the next chunk's old values go */
     uint64_t next;                 /* ... the index of its first element */
     volatile int32_t chunks;       /* unacknowledged chunks, +1 while still sending */
+    bool fetching;                 /* its answers carry values (module->am_fetching) */
     ompi_osc_ucxx_request_t *req;
 } acc_pending_t;
 
@@ -84,6 +85,7 @@ static void pending_chunk_done(acc_pending_t *p)
         OBJ_RELEASE(p->result_dt);
     }
     if (NULL != p->req) ompi_osc_ucxx_request_op_done(p->req);
+    if (p->fetching) ompi_osc_ucxx_add32(&p->module->am_fetching, -1);
     ompi_osc_ucxx_add32(&p->module->am_outstanding, -1);
     free(p);
 }
@@ -318,6 +320,8 @@ static acc_pending_t *pending_new(ompi_osc_ucxx_acc_t *a, void *result_addr, int
         p->req = a->req;
         ompi_osc_ucxx_request_more(a->req);
     }
+    p->fetching = a->fetch || NULL != result_addr;
+    if (p->fetching) ompi_osc_ucxx_add32(&p->module->am_fetching, 1);
     ompi_osc_ucxx_add32(&p->module->am_outstanding, 1);
     return p;
 }

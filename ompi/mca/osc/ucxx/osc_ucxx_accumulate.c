@@ -138,6 +138,7 @@ static int ucx_atomic(ompi_osc_ucxx_acc_t *a, ucp_atomic_op_t uop, const void *o
     if (wait) {
         return ompi_osc_ucxx_wait_request(t->worker, sp);
     }
+    ompi_osc_ucxx_link_held(t->path.link, sp);
     if (UCS_PTR_IS_ERR(sp)) {
         if (NULL != a->req) ompi_osc_ucxx_request_op_done(a->req);
         return OMPI_ERROR;

@@ -5,13 +5,14 @@
  * Active target: fence and post/start/complete/wait/test.
  *
  * Fence protocol.  A closing fence (one that ends a fence epoch in which
- * operations may have been issued) completes our operations, remotely
- * (accumulates by active message are acknowledged), then synchronizes once:
- * a barrier, after which everything aimed at any process has landed (on one
- * node with shared memory a barrier through the state segments, else the
- * communicator's).  When
- * the fence also opens the next epoch, that same barrier is the opening
- * synchronization.
+ * operations may have been issued) synchronizes once, after which
+ * everything aimed at any process has landed.  On one node with shared
+ * memory (fence_by_state) it completes our operations (on a node: a memory
+ * barrier, unless UCX carried some) and then runs a barrier through the
+ * state segments.  Elsewhere each target we reached gets a notice behind
+ * our operations and a reduce-scatter of the notices tells each process
+ * how many to wait for (osc_ucxx_notice.c): no flush round trip.  When the
+ * fence also opens the next epoch, that same synchronization opens it.
  *
  * An opening fence that closes nothing (the first fence, one after
  * MPI_MODE_NOSUCCEED, or MPI_MODE_NOPRECEDE) does not synchronize at all: it
@@ -27,11 +28,13 @@
  *
  * PSCW: a post goes to each origin through our slot in its state segment
  * (one CPU atomic on a node) or as an active message, recorded in a growing
- * list, so there is no cap on outstanding posts.  Start does not wait: the
- * first operation on a target, or complete, consumes that target's post.
- * Complete flushes, then adds 1 to each target's completion counter; wait
- * and test compare that counter with the number of origins the exposure
- * epochs so far have named.
+ * list, so there is no cap on outstanding posts, and nobody answers it.
+ * Start does not wait: the first operation on a target, or complete,
+ * consumes that target's post.  Complete adds 1 to each target's
+ * completion counter: itself where it maps the target's state, else by a
+ * notice that follows its operations (osc_ucxx_notice.c); wait and test
+ * compare that counter with the number of origins the exposure epochs so
+ * far have named.
  */
 
 #include "ompi_config.h"
@@ -41,6 +44,7 @@
 #include "osc_ucxx.h"
 #include "osc_ucxx_uam.h"
 #include "osc_ucxx_am.h"
+#include "osc_ucxx_notice.h"
 
 /* Through the state segments where every process maps every other's
  * (osc_ucxx_state.c), else the communicator's barrier. */
@@ -69,7 +73,10 @@ int ompi_osc_ucxx_fence(int assert, struct ompi_win_t *win)
         return OMPI_ERR_RMA_SYNC;
     }
     ompi_osc_ucxx_serve(module);
-    if (closes) {
+    if (closes && !module->fence_by_state) {
+        ompi_osc_ucxx_epoch_t *e = module->access;
+        rc = ompi_osc_ucxx_notice_fence(module, e->targets, e->count);
+    } else if (closes) {
         rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
         r2 = barrier(module);
         if (OMPI_SUCCESS == rc) rc = r2;
@@ -144,13 +151,9 @@ int ompi_osc_ucxx_complete(struct ompi_win_t *win)
     /* A target's completion counter counts over all its exposure epochs, so
      * we add to it only after consuming the post of the epoch we close. */
     rc = ompi_osc_ucxx_epoch_take_posts(module);
-    /* Our operations land first; then each target learns we are done. */
-    if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
+    /* Each target learns we are done behind our operations on it. */
+    if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_notice_complete(module, e->targets, e->count);
     ompi_osc_ucxx_uam_sync(module, -1, true);
-    for (int i = 0; i < e->count; ++i) {
-        r2 = ompi_osc_ucxx_state_complete_add(module, e->targets[i]);
-        if (OMPI_SUCCESS == rc) rc = r2;
-    }
     r2 = ompi_osc_ucxx_epoch_end(module);
     return OMPI_SUCCESS != rc ? rc : r2;
 }

@@ -114,6 +114,9 @@ int ompi_osc_ucxx_am_send_flags(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_wo
     if (am_kinds[id].flags & OSC_UCXX_AM_SERVED) {
         ompi_osc_ucxx_link_ask(module, link, target);
     }
+    if (in_order(id)) {
+        ompi_osc_ucxx_add64(&link->sent, 1);  /* (a notice goes behind it) */
+    }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
     param.flags = flags;

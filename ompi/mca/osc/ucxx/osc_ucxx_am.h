@@ -27,10 +27,12 @@ typedef struct {
 #define OSC_UCXX_AM_UAM_DATA   6   /* user active messages (osc_ucxx_uam.c): a chunk */
 #define OSC_UCXX_AM_UAM_OUT    7   /* ... its output and returned credit */
 #define OSC_UCXX_AM_UAM_CTRL   8   /* ... buffer reservations, grants, releases */
-#define OSC_UCXX_AM_MAX        9   /* ids registered with UCX are below this */
-#define OSC_UCXX_AM_SEND       9   /* queue only: a message to send outside a callback */
-#define OSC_UCXX_AM_UAM_WORK  10   /* queue only: user active-message work */
-#define OSC_UCXX_AM_KINDS     11
+#define OSC_UCXX_AM_NOTICE     9   /* behind an epoch's operations: they are all there
+                                    * (osc_ucxx_notice.c) */
+#define OSC_UCXX_AM_MAX       10   /* ids registered with UCX are below this */
+#define OSC_UCXX_AM_SEND      10   /* queue only: a message to send outside a callback */
+#define OSC_UCXX_AM_UAM_WORK  11   /* queue only: user active-message work */
+#define OSC_UCXX_AM_KINDS     12
 
 /* Handle a message (header first in buf).  `deferred`: running from the
  * queue, outside UCX callbacks.  OMPI_ERR_WOULD_BLOCK: queue it, retry later

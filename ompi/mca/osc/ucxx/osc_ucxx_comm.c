@@ -115,6 +115,7 @@ static int xfer_ucx(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_
     sp = is_put ? ucp_put_nbx(link->ep, local, len, remote, t->path.rkey, &param)
                 : ucp_get_nbx(link->ep, local, len, remote, t->path.rkey, &param);
     ompi_osc_ucxx_link_dirty(t->module, link, t->rank);  /* counted once posted */
+    ompi_osc_ucxx_link_held(link, sp);
     if (OPAL_LIKELY(NULL == sp)) {           /* done already */
         if (NULL != req) ompi_osc_ucxx_request_op_done(req);
     } else if (UCS_PTR_IS_ERR(sp)) {

@@ -68,6 +68,7 @@ static inline bool ompi_osc_ucxx_flush_quiet(ompi_osc_ucxx_module_t *module, int
 static inline int ompi_osc_ucxx_flush_before(ompi_osc_ucxx_module_t *module, int target,
                                              ompi_osc_ucxx_worker_t *only, bool released)
 {
+    ompi_osc_ucxx_dyn_synced(module);
     if (ompi_osc_ucxx_flush_quiet(module, target, only)) {
         if (!released) {
             opal_atomic_mb();  /* stores through mappings are complete once visible */

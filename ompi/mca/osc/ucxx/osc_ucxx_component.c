@@ -15,6 +15,7 @@
 #include "osc_ucxx_cma.h"
 #include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_uam.h"
+#include "osc_ucxx_notice.h"
 
 static int component_register(void);
 static int component_open(void);
@@ -296,6 +297,7 @@ static void messages_init(void)
 {
     ompi_osc_ucxx_am_init();
     ompi_osc_ucxx_post_am_init();   /* PSCW posts (osc_ucxx_epoch.c) */
+    ompi_osc_ucxx_notice_am_init(); /* completion notices (osc_ucxx_notice.c) */
     ompi_osc_ucxx_acc_am_init();    /* accumulates applied by the target */
     ompi_osc_ucxx_dyn_am_init();    /* dynamic windows' region lookups */
     ompi_osc_ucxx_uam_am_init();    /* user active messages */

@@ -8,11 +8,17 @@
  * The target keeps its regions in a sorted array (no cap) and a generation
  * counter in its state segment that every detach increments.  An origin
  * caches, per (worker, window, target), the regions it has used with their
- * unpacked rkeys, and the generation they belong to.  Each operation reads
- * the target's generation (a plain load where the state segment is mapped,
- * a UCX get otherwise) and drops the cache when it changed, so memory that
- * was detached is never reached through a stale registration: the lookup
- * that follows fails with MPI_ERR_RMA_RANGE.  A region the cache lacks is
+ * unpacked rkeys, and the generation they belong to.  Where the target's
+ * state segment is mapped each operation reads the generation (a load);
+ * elsewhere (a UCX get, a round trip) the first operation on the target
+ * after each synchronization call that may follow a detach in MPI's order
+ * (an epoch opened: fence, start, lock, lock_all; a flush or unlock:
+ * module->dyn_syncs) reads it, and the others of that stretch trust it.
+ * When it changed the cache is dropped, so memory that was detached before
+ * the epoch (or the flush) is never reached through a stale registration:
+ * the lookup that follows fails with MPI_ERR_RMA_RANGE.  (A detach while
+ * the origin's epoch goes on, with no flush between it and the access, is
+ * an access to detached memory MPI makes erroneous.)  A region the cache lacks is
  * asked for with one active message (never the whole table).  A cache has
  * one user, its worker's thread, except where threads share one worker
  * (osc_ucxx_per_thread_workers=0 under MPI_THREAD_MULTIPLE): there each
@@ -450,13 +456,35 @@ static void entry_path(ompi_osc_ucxx_module_t *module, int target,
     }
 }
 
+/* Drop the cache if `target` detached something since it was filled: on
+ * every access where its generation is a load; else at the first access
+ * after each synchronization that may follow a detach (the window's count,
+ * read before the generation, so that a synchronization meanwhile makes
+ * the next access read it again). */
+static int gen_check(ompi_osc_ucxx_module_t *module, int target,
+                     ompi_osc_ucxx_dyncache_t *cache)
+{
+    uint64_t syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE), gen;
+    int rc;
+
+    if (NULL == cache->gen_word && syncs == cache->syncs) {
+        return OMPI_SUCCESS;
+    }
+    rc = ompi_osc_ucxx_state_gen_read(module, target, &gen);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (gen != cache->gen) {
+        cache_clear(cache, gen);  /* something was detached: trust nothing cached */
+    }
+    cache->syncs = syncs;
+    return OMPI_SUCCESS;
+}
+
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                               int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
 {
     ompi_osc_ucxx_dyncache_t *cache;
     dynentry_t *entry;
     bool spans;
-    uint64_t gen;
     int rc;
 
     path->partial = path->split = false;
@@ -477,13 +505,11 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
         if (NULL == cache) return OMPI_ERR_OUT_OF_RESOURCE;
         cache_clear(cache, 0);
         cache->gen_word = ompi_osc_ucxx_state_gen_word(module, target);
+        cache->syncs = UINT64_MAX;
         path->link->dyn = cache;
     }
-    rc = ompi_osc_ucxx_state_gen_read(module, target, &gen);
+    rc = gen_check(module, target, cache);
     if (OMPI_SUCCESS != rc) return rc;
-    if (gen != cache->gen) {
-        cache_clear(cache, gen);  /* something was detached: trust nothing cached */
-    }
     rc = entry_lookup(module, worker, target, path->link, lo, hi, &entry, &spans);
     if (OMPI_SUCCESS != rc) return rc;
     if (spans) {

@@ -420,6 +420,7 @@ static int begin_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e
             return OMPI_ERR_RMA_SYNC;
         }
     }
+    ompi_osc_ucxx_dyn_synced(module);
     e->kind = kind;
     e->assert = assert;
     e->ops = false;

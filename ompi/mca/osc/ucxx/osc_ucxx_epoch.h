@@ -183,6 +183,7 @@ static inline int ompi_osc_ucxx_epoch_lock_begin(ompi_osc_ucxx_module_t *module,
     int32_t old;
     int rc = OMPI_SUCCESS;
 
+    ompi_osc_ucxx_dyn_synced(module);
     if (OSC_UCXX.mt) {
         if (ompi_osc_ucxx_epoch_lock_unlocked(module, peer, &rc)) return rc;
     } else if (OSC_UCXX_EPOCH_NONE == module->access->kind) {

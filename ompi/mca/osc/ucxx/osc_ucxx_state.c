@@ -11,7 +11,7 @@
  * fetch-and-add can overwrite a CPU store made between its read and its
  * write.  So each word is changed by one kind only, the same on every
  * process (agreed at creation):
- *   - lock, fence, dyn_gen, complete: CPU atomics where every process of the
+ *   - lock, fence, dyn_gen: CPU atomics where every process of the
  *     window maps every other's state segment (module->state_cpu); UCX
  *     atomics for everybody otherwise, the owner included (through its link
  *     to itself).  Never one kind for some targets and the other for the
@@ -24,6 +24,8 @@
  *     to the target (osc_ucxx_acc_am.c).
  *   - serve, posts[i]: CPU only.  Only peers that map our state write them
  *     (posts[i] has one writer, rank i), and we only read them.
+ *   - complete: CPU only.  Peers that map our state add to it; the others'
+ *     PSCW notices are added by us, applying them (osc_ucxx_notice.c).
  *   - barrier[k]: CPU only, one writer (the process 2^k ranks before the
  *     owner), and only where every process maps every other's state.
  *   - am_exec: CPU only.  The owner takes it to run a user active message's
@@ -435,9 +437,21 @@ uint64_t ompi_osc_ucxx_state_posts_from(ompi_osc_ucxx_module_t *module, int from
     return __atomic_load_n(&module->state->posts[from], __ATOMIC_ACQUIRE);
 }
 
+/* One CPU atomic, whatever the policy: the word is CPU-only.  Origins that
+ * map `target`'s state add here, and the owner for the others, applying
+ * their notices (osc_ucxx_notice.c). */
 int ompi_osc_ucxx_state_complete_add(ompi_osc_ucxx_module_t *module, int target)
 {
-    return amo(module, target, OSC_UCXX_STATE(complete), UCP_ATOMIC_OP_ADD, 1, 0, NULL);
+    ompi_osc_ucxx_state_t *state = target == module->rank
+                                       ? module->state
+                                       : ompi_osc_ucxx_direct_state(module, target);
+    if (OPAL_UNLIKELY(NULL == state)) {
+        return OMPI_ERR_UNREACH;
+    }
+    __atomic_fetch_add(&state->complete.value, 1, __ATOMIC_ACQ_REL);
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(complete),
+                        OSC_UCXX_AUDIT_CPU);
+    return OMPI_SUCCESS;
 }
 
 uint64_t ompi_osc_ucxx_state_completed(ompi_osc_ucxx_module_t *module)

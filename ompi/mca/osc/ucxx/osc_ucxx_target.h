@@ -72,6 +72,15 @@ struct ompi_osc_ucxx_link_t {
      * (another thread's flush in progress does not count). */
     volatile int64_t issued;
     volatile int64_t flushed;
+    /* The last of them UCX did not complete in place (it returned a
+     * request: the origin's buffer is still UCX's, or a get's data not yet
+     * here): a notice (osc_ucxx_notice.c) may go behind operations only
+     * once none is left above `flushed`. */
+    volatile int64_t held;
+    /* Messages of kinds the target handles in order (accumulates) sent on
+     * the link; and what the last notice covered of them and of `issued`. */
+    volatile int64_t sent;
+    int64_t noticed_issued, noticed_sent;
     ompi_osc_ucxx_lrow_t *row;        /* the row it is in (its summary counters) */
     ompi_osc_ucxx_dyncache_t *dyn;    /* dynamic windows: the target's regions */
     bool asked_service;     /* we counted ourselves in the target's serve word */
@@ -162,6 +171,9 @@ struct ompi_osc_ucxx_dyncache_t {
     uint64_t hot_lo, hot_hi;
     ucp_rkey_h hot_rkey;
     const volatile uint64_t *gen_word;
+    /* Where gen_word is NULL, gen was read after the window's dyn_syncs-th
+     * synchronization and holds until the next one */
+    uint64_t syncs;
     int count, cap;
     uint64_t max_len;        /* the longest entry (cache_covers starts from it) */
     struct ompi_osc_ucxx_dynentry_t {
@@ -416,6 +428,15 @@ static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
     ompi_osc_ucxx_add64(&link->issued, 1);
     ompi_osc_ucxx_add64(&link->row->sum.issued, 1);
     ompi_osc_ucxx_link_ask(module, link, target);
+}
+
+/* ... and UCX answered it with a request (`sp` a pointer): not complete
+ * here yet, so only a flush settles it. */
+static inline void ompi_osc_ucxx_link_held(ompi_osc_ucxx_link_t *link, void *sp)
+{
+    if (OPAL_UNLIKELY(UCS_PTR_IS_PTR(sp))) {
+        link->held = link->issued;
+    }
 }
 
 END_C_DECLS

@@ -675,6 +675,7 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     free(module->pub_am_sysbuf);
     free(module->pub_unmappable);
     free(module->posts_seen);
+    free(module->fence_sent);
     free(module->am_hints);
     OBJ_DESTRUCT(&module->setup_lock);
     OBJ_DESTRUCT(&module->post_lock);

@@ -129,6 +129,7 @@ struct ompi_osc_ucxx_module_t {
     volatile int32_t am_outstanding;
     volatile int32_t am_error;
     volatile int32_t am_deferred;
+    volatile int32_t am_fetching;   /* ... of them, those whose answers carry values */
 
     /* User active messages (osc_ucxx_uam.c): made by the first AM call;
      * creation-only keys: am_buf_interleave_am_detach, am_user_buf_<rank>. */
@@ -147,6 +148,14 @@ struct ompi_osc_ucxx_module_t {
                                      * state_cpu, and no process switched it off
                                      * (agreed at creation) */
     uint64_t barrier_seq;           /* fence barriers through state segments so far */
+    /* ... else notices and counts (osc_ucxx_notice.c): closing fences so far
+     * (the same count on every process); the notices that arrived for them
+     * and those the counts said we are owed, by the closing's parity; a
+     * notice sent to each rank this closing (0 or 1, reduced) */
+    uint64_t fence_closes;
+    volatile int64_t fence_notices[2];
+    int64_t fence_owed[2];
+    int32_t *fence_sent;
     bool crowded;                   /* more processes here than cores (ompi_osc_ucxx_crowded) */
     volatile bool exposed;          /* PSCW: between post and wait/test */
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
@@ -162,8 +171,20 @@ struct ompi_osc_ucxx_module_t {
     ompi_osc_ucxx_region_t *regions;
     int nregions, regions_cap;
     uint64_t dyn_max_len;
+    /* Synchronization calls that may follow a target's detach (epochs
+     * opened, flushes) so far: an origin re-reads a target's detach
+     * generation at its first access after one (osc_ucxx_dynamic.c) */
+    volatile uint64_t dyn_syncs;
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_module_t);
+
+/* Count one of those synchronizations (dynamic windows only). */
+static inline void ompi_osc_ucxx_dyn_synced(ompi_osc_ucxx_module_t *module)
+{
+    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == module->flavor)) {
+        __atomic_fetch_add(&module->dyn_syncs, 1, __ATOMIC_RELEASE);
+    }
+}
 
 /* One MPI_Win handle on a core.  super must come first (Open MPI calls
  * through it), then the magic and extension table that libmpix_ucxx
