@@ -23,6 +23,9 @@
 #                       default transports: shared memory inside a host, TCP
 #                       between hosts.  The transport set is then "hostsN";
 #                       scripts (*.sh) that run mpirun themselves are skipped.
+#                       With a delay between the hosts (hosts.sh --delay;
+#                       HOSTS_DELAY_US, else what `hosts.sh delay` says) the
+#                       jobs get TU_DELAY_US (wire_delay checks it).
 #   MPIRUN_ARGS=...     extra mpirun arguments
 # Prints one PASS/FAIL line per run and the closing line "N passed, N failed".
 set -u
@@ -40,9 +43,12 @@ OSC=${OSC:-ucxx}
 export TU_FLAVORS=${TU_FLAVORS:-create,allocate,dynamic,shared}
 HOSTS=${HOSTS:-0}
 mpirun_cmd=(mpirun)
+delay_env=()
 if [ "$HOSTS" -gt 1 ]; then
     TRANSPORTS=hosts$HOSTS
     mpirun_cmd=("$here/hosts.sh" mpirun --map-by node)
+    delay=${HOSTS_DELAY_US:-$("$here/hosts.sh" delay)}
+    [ -n "$delay" ] && delay_env=(-x TU_DELAY_US="$delay")
 fi
 TRANSPORTS=${TRANSPORTS:-"shm tcp"}
 TESTS=${TESTS:-.}
@@ -59,7 +65,7 @@ for transport in $TRANSPORTS; do
     case $transport in
         shm) tls_env=() ;;
         tcp) tls_env=(-x UCX_TLS=tcp,self) ;;
-        hosts[0-9]*) tls_env=(-x TU_HOSTS="$HOSTS") ;;   # (tests scale down as over tcp)
+        hosts[0-9]*) tls_env=(-x TU_HOSTS="$HOSTS" "${delay_env[@]}") ;;   # (tests scale down as over tcp)
         *) echo "run-tests.sh: unknown transport set '$transport'" >&2; exit 2 ;;
     esac
     while read -r prog nps args; do
