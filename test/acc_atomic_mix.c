@@ -68,7 +68,7 @@ int main(int argc, char **argv)
     int iters = -1;
     for (int i = 1; i < argc; i++)
         if (0 == strcmp(argv[i], "-i") && i + 1 < argc) iters = atoi(argv[++i]);
-        else if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        else if (0 == strcmp(argv[i], "--no-direct")) tu_tune("direct=0");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);

@@ -511,7 +511,7 @@ int main(int argc, char **argv)
     size_t maxext = sizeof(long double) > 16 ? sizeof(long double) : 16;
 
     for (int i = 1; i < argc; i++)
-        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        if (0 == strcmp(argv[i], "--no-direct")) tu_tune("direct=0");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);

@@ -527,7 +527,7 @@ int main(int argc, char **argv)
     char *obuf, *rbuf;
 
     for (int i = 1; i < argc; i++) {
-        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        if (0 == strcmp(argv[i], "--no-direct")) tu_tune("direct=0");
         if (0 == strcmp(argv[i], "--phases") && i + 1 < argc) phases = argv[i + 1];
     }
     MPI_Init(&argc, &argv);

@@ -28,7 +28,7 @@
  * every atomic is emulated), ACC_MIX_ITERS (default 200), ACC_SPAN_ITERS
  * (default 50000; 5000 over tcp).
  *
- * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
+ * Argument --no-direct: run with osc/ucxx's internal setting direct=0 (tu_tune) (the UCX RMA/AMO path).
  */
 #include "testutil.h"
 #include <stdint.h>

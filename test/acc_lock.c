@@ -13,7 +13,7 @@
  *
  * Environment: ACC_LOCK_ITERS (default 300).
  *
- * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
+ * Argument --no-direct: run with osc/ucxx's internal setting direct=0 (tu_tune) (the UCX RMA/AMO path).
  */
 #include "testutil.h"
 #include <sched.h>

@@ -26,7 +26,7 @@
  * Environment: ACC_BIGCOUNT (1000), ACC_FULL=1 (big count for every type),
  * ACC_PHASES (substring list, e.g. "acc,fop"; default all).
  *
- * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
+ * Argument --no-direct: run with osc/ucxx's internal setting direct=0 (tu_tune) (the UCX RMA/AMO path).
  * Argument --single-intrinsic: windows with acc_single_intrinsic=true (single
  * 4/8-byte elements then take one atomic each, no exclusion; a cell is
  * accessed with one count only, as that key asks).

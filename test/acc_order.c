@@ -18,7 +18,7 @@
  *
  * Environment: ACC_ORDER_STEPS (mixed sequence length, default 300).
  *
- * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
+ * Argument --no-direct: run with osc/ucxx's internal setting direct=0 (tu_tune) (the UCX RMA/AMO path).
  */
 #include "testutil.h"
 #include <stdint.h>

@@ -11,7 +11,7 @@
  * Every rank r updates rank r+1 (ring) under a shared lock; fetched value,
  * new target value and the neighbours are checked.
  *
- * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
+ * Argument --no-direct: run with osc/ucxx's internal setting direct=0 (tu_tune) (the UCX RMA/AMO path).
  */
 #include "testutil.h"
 #include <stdint.h>

@@ -140,7 +140,7 @@ static void origin_trial(MPI_Win win, int trial, int racing)
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
-        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        if (0 == strcmp(argv[i], "--no-direct")) tu_tune("direct=0");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);

@@ -19,7 +19,7 @@
  * target output MPI_CHAR (size rule) -> MPI_ERR_TYPE at the call; a count
  * > M and a count < 0 -> MPI_ERR_COUNT at the flush while the AMs issued just
  * before and after in the same epoch are right; afterwards a correct AMV.
- * Flags: tu_am_args, --pack N (osc_ucxx_amv_pack_threshold). */
+ * Flags: tu_am_args, --pack N (osc/ucxx's amv_pack_threshold, tu_tune). */
 #include "uamx_util.h"
 
 #define RL 20          /* record / query length */
@@ -199,9 +199,9 @@ int main(int argc, char **argv)
 {
     long pack = tu_opt_long(argc, argv, "--pack", -1);
     if (pack >= 0) {
-        char v[32];
-        snprintf(v, sizeof(v), "%ld", pack);
-        setenv("OMPI_MCA_osc_ucxx_amv_pack_threshold", v, 1);
+        char v[64];
+        snprintf(v, sizeof(v), "amv_pack_threshold=%ld", pack);
+        tu_tune(v);
     }
     tu_am_args(argc, argv);
     MPI_Init(&argc, &argv);

@@ -24,7 +24,7 @@
  * rotate over units and flavors; under locks each AM is completed by a flush
  * (flush, flush_all; flush_local or flush_local_all for lock_all) and
  * checked at once.
- * --am-chunk N sets MCA osc_ucxx_am_chunk (default 2048), which `auto` uses. */
+ * --am-chunk N sets osc/ucxx's am_chunk (default 2048; tu_tune), which `auto` uses. */
 #include "mpix_ucxx.h"
 #include "testutil.h"
 #include <stdint.h>
@@ -145,13 +145,14 @@ int main(int argc, char **argv)
     int nsegs[NSIZE * NNS], ssz[NSIZE * NNS];
 
     tu_am_args(argc, argv);
-    {   /* --am-chunk N: MCA osc_ucxx_am_chunk (what `auto` aims at) */
-        long c = tu_opt_long(argc, argv, "--am-chunk", 0);
-        char v[32];
-        if (c > 0) {
-            snprintf(v, sizeof(v), "%ld", c);
-            setenv("OMPI_MCA_osc_ucxx_am_chunk", v, 1);
-        }
+    /* --am-chunk N: osc/ucxx's am_chunk (what `auto` aims at; tu_tune) */
+    chunk = tu_opt_long(argc, argv, "--am-chunk", 0);
+    if (chunk > 0) {
+        char v[64];
+        snprintf(v, sizeof(v), "am_chunk=%ld", chunk);
+        tu_tune(v);
+    } else {
+        chunk = 2048;
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -160,7 +161,6 @@ int main(int argc, char **argv)
     tu_watchdog("am_stream", 45);
     target = (rank + 1) % nprocs;
     origin = (rank + nprocs - 1) % nprocs;
-    chunk = getenv("OMPI_MCA_osc_ucxx_am_chunk") ? atol(getenv("OMPI_MCA_osc_ucxx_am_chunk")) : 2048;
 
     for (int si = 0; si < NSIZE; si++)
         for (int ni = 0; ni < NNS; ni++) {

@@ -128,7 +128,7 @@ int main(int argc, char **argv)
         }
     }
     if (mixed && NULL != wrank && atoi(wrank) % 2 == 1) {
-        setenv("OMPI_MCA_osc_ucxx_fence_barrier", "0", 1);
+        tu_tune("fence_barrier=0");
     }
     for (int i = 1; i < argc; i++) {
         if ('\0' != argv[i][0]) tu_parse_args(2, (char *[]) { argv[0], argv[i] });

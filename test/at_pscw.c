@@ -18,7 +18,7 @@
  *
  * Environment: AT_EPOCHS (default 1000).
  *
- * Argument --no-direct: run with MCA osc_ucxx_direct=0 (the UCX RMA/AMO path).
+ * Argument --no-direct: run with osc/ucxx's internal setting direct=0 (tu_tune) (the UCX RMA/AMO path).
  */
 #include "testutil.h"
 #include <stdint.h>

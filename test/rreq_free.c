@@ -22,7 +22,7 @@
  * the put slots (last blocks).
  *
  * Usage: rreq_free [-i iters] [--no-direct] (default 400 per thread; 150
- * under UCX_TLS=tcp).  --no-direct: MCA osc_ucxx_direct=0 (under shared
+ * under UCX_TLS=tcp).  --no-direct: osc/ucxx's internal setting direct=0 (tu_tune) (under shared
  * memory requests otherwise complete at once, through loads and stores).
  * Watchdog 120 s.  Flavors: create, allocate, dynamic. */
 #include "testutil.h"
@@ -107,7 +107,7 @@ static void *thread_main(void *arg)
 int main(int argc, char **argv)
 {
     int provided;
-    if (tu_opt_flag(argc, argv, "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+    if (tu_opt_flag(argc, argv, "--no-direct")) tu_tune("direct=0");
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);

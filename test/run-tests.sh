@@ -5,7 +5,9 @@
 # List line format (test/*.list):   program  NPLIST  [args...]
 #   e.g.  putget  2,4  --iters 100
 # `--mca NAME VALUE` among the args is an MCA parameter of the run: it goes
-# to mpirun (before the program), the other args go to the program.
+# to mpirun (before the program); `--tune NAME=VALUE` changes one of the
+# component's internal settings (OSC_UCXX_TEST_TUNE, a test hook: see
+# osc_ucxx_component.c); the other args go to the program.
 # A program named *.sh is a script in test/ that runs mpirun itself; it gets
 # NP and the mpirun arguments (and finds the programs in $TEST_BINDIR).
 # Lines starting with '#' are comments.
@@ -73,14 +75,17 @@ for transport in $TRANSPORTS; do
         [[ $prog =~ $TESTS ]] || continue
         # --mca NAME VALUE: to mpirun; everything else: to the program
         read -ra words <<<"$args"
-        mca_args=(); prog_args=()
+        mca_args=(); prog_args=(); tune=""
         for ((i = 0; i < ${#words[@]}; i++)); do
             if [ "${words[i]}" = --mca ] && [ $((i + 2)) -lt ${#words[@]} ]; then
                 mca_args+=(--mca "${words[i + 1]}" "${words[i + 2]}"); i=$((i + 2))
+            elif [ "${words[i]}" = --tune ] && [ $((i + 1)) -lt ${#words[@]} ]; then
+                tune=${tune:+$tune,}${words[i + 1]}; i=$((i + 1))
             else
                 prog_args+=("${words[i]}")
             fi
         done
+        [ -n "$tune" ] && mca_args+=(-x "OSC_UCXX_TEST_TUNE=$tune")
         for np in ${nps//,/ }; do
             name="$prog.np$np.$transport${args:+ $args}"
             tag=$(printf '%s' "$args" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//;s/_*$//')

@@ -345,9 +345,20 @@ static inline MPI_Info tu_info_new(const char *key, ...)
     return info;
 }
 
+/* Change one of osc/ucxx's internal settings for this process ("name=value",
+ * before MPI_Init): the component's test hook OSC_UCXX_TEST_TUNE, a list
+ * of such pairs; other components ignore it. */
+static inline void tu_tune(const char *setting)
+{
+    const char *old = getenv("OSC_UCXX_TEST_TUNE");
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s%s%s", old ? old : "", old && *old ? "," : "", setting);
+    setenv("OSC_UCXX_TEST_TUNE", buf, 1);
+}
+
 /* Arguments every accumulate/active-target test takes.  "--no-direct":
  * make osc/ucxx use UCX RMA/AMO calls even where it could load/store peer
- * memory directly (MCA osc_ucxx_direct=0); other components ignore it.
+ * memory directly (osc/ucxx's internal setting direct=0 (tu_tune)); other components ignore it.
  * Call before MPI_Init. */
 /* --mt: the test initializes with tu_init (MPI_THREAD_MULTIPLE then, so that
  * the component takes its multi-threaded paths even with one thread). */
@@ -355,7 +366,7 @@ static int tu_mt = 0;
 static inline void tu_parse_args(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        if (0 == strcmp(argv[i], "--no-direct")) setenv("OMPI_MCA_osc_ucxx_direct", "0", 1);
+        if (0 == strcmp(argv[i], "--no-direct")) tu_tune("direct=0");
         else if (0 == strcmp(argv[i], "--mt")) tu_mt = 1;
         else if (0 == strcmp(argv[i], "--single-intrinsic")) continue;  /* (acc_ops reads it) */
         else fprintf(stderr, "ignoring unknown argument %s\n", argv[i]);

@@ -49,6 +49,19 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .yield_after = 256,
     .fence_by_flush = -1,
     .fence_barrier = true,
+    .max_rails = 1,            /* (a UCX 1.13 connection-setup failure over several TCP devices) */
+    .acc_hold = 64 * 1024,     /* what another origin's accumulate waits at most */
+    .acc_am_chunk = 32 * 1024,
+    .acc_am_inflight = 8,
+    .am_chunk = 2048,
+    .am_eager = 8000,
+    .am_grant_max = 256 * 1024,
+    .amv_pack_threshold = 80,
+    .am_exclusive_detect = true,
+    .prefault = true,
+    .info_direct = true,
+    .keep_comm = true,
+    .comm_windows = 32768,
     .progress_efd = -1,
     .progress_wake_fd = -1,
 };
@@ -61,6 +74,69 @@ static void param(const char *name, const char *help, mca_base_var_type_t type,
                                            help, type, NULL, 0, 0, level, scope, storage);
 }
 
+/* Settings no user needs to choose, with their defaults in OSC_UCXX: tests
+ * and benchmarks change them through the environment,
+ * OSC_UCXX_TEST_TUNE="name=value,name=value" (read once, here), to reach
+ * paths the defaults do not take on this machine (small chunks and holds,
+ * no direct mappings, no kept allocations...).  Not MCA parameters: a
+ * setting that only tuned one machine or only serves a test is no
+ * parameter a user should have to read about. */
+typedef struct {
+    const char *name;
+    char kind;   /* b bool, i int, u unsigned, l unsigned long */
+    void *field;
+} tunable_t;
+
+static const tunable_t tunables[] = {
+    {"direct", 'b', &OSC_UCXX.use_direct},
+    {"poll_interval", 'i', &OSC_UCXX.post_poll_interval},
+    {"yield_after", 'i', &OSC_UCXX.yield_after},
+    {"fence_by_flush", 'i', &OSC_UCXX.fence_by_flush},
+    {"fence_barrier", 'b', &OSC_UCXX.fence_barrier},
+    {"max_rails", 'i', &OSC_UCXX.max_rails},
+    {"acc_hold", 'l', &OSC_UCXX.acc_hold},
+    {"acc_am_chunk", 'l', &OSC_UCXX.acc_am_chunk},
+    {"acc_am_inflight", 'i', &OSC_UCXX.acc_am_inflight},
+    {"acc_vector", 'u', &OSC_UCXX.acc_vector},
+    {"am_chunk", 'l', &OSC_UCXX.am_chunk},
+    {"am_eager", 'l', &OSC_UCXX.am_eager},
+    {"am_grant_max", 'l', &OSC_UCXX.am_grant_max},
+    {"amv_pack_threshold", 'i', &OSC_UCXX.amv_pack_threshold},
+    {"am_exclusive_detect", 'b', &OSC_UCXX.am_exclusive_detect},
+    {"prefault", 'b', &OSC_UCXX.prefault},
+    {"info_direct", 'b', &OSC_UCXX.info_direct},
+    {"keep_comm", 'b', &OSC_UCXX.keep_comm},
+    {"comm_windows", 'u', &OSC_UCXX.comm_windows},
+};
+
+static void tune_one(const char *name, size_t len, const char *value)
+{
+    for (size_t i = 0; i < sizeof(tunables) / sizeof(tunables[0]); ++i) {
+        const tunable_t *t = &tunables[i];
+        if (strlen(t->name) != len || 0 != strncmp(t->name, name, len)) continue;
+        switch (t->kind) {
+        case 'b': *(bool *) t->field = 0 != strtol(value, NULL, 0); break;
+        case 'i': *(int *) t->field = (int) strtol(value, NULL, 0); break;
+        case 'u': *(unsigned *) t->field = (unsigned) strtoul(value, NULL, 0); break;
+        default: *(unsigned long *) t->field = strtoul(value, NULL, 0); break;
+        }
+        return;
+    }
+    opal_output(0, "osc/ucxx: OSC_UCXX_TEST_TUNE names no setting '%.*s'", (int) len, name);
+}
+
+static void tune_from_environment(void)
+{
+    const char *p = getenv("OSC_UCXX_TEST_TUNE");
+
+    while (NULL != p && '\0' != *p) {
+        const char *end = strchr(p, ','), *eq = strchr(p, '=');
+        size_t len = NULL == end ? strlen(p) : (size_t) (end - p);
+        if (NULL != eq && eq < p + len) tune_one(p, (size_t) (eq - p), eq + 1);
+        p = NULL == end ? NULL : end + 1;
+    }
+}
+
 static int component_register(void)
 {
     /* Below osc/ucx (60) unless asked for: `--mca osc ucxx` selects us whatever
@@ -68,7 +144,7 @@ static int component_register(void)
     OSC_UCXX.priority = 0;
     param("priority",
           "Priority of osc/ucxx among the osc components (the highest usable one is chosen; "
-          "stock: rdma 101, sm 100, ucx 60). `--mca osc ucxx` selects it regardless",
+          "stock: rdma 101, sm 100, ucx 60). --mca osc ucxx selects it regardless",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.priority);
 
@@ -78,71 +154,18 @@ static int component_register(void)
           "peer, 50: every synchronization call, 60: every accumulate's path)",
           MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &OSC_UCXX.verbose);
 
-    OSC_UCXX.use_direct = true;
-    param("direct",
-          "Use loads, stores and CPU atomics on peer memory that UCX maps into this process "
-          "(ucp_rkey_ptr, shared memory on one node) instead of UCX RMA calls",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.use_direct);
-
     OSC_UCXX.per_thread_workers = true;
     param("per_thread_workers",
-          "Under MPI_THREAD_MULTIPLE give every thread that issues RMA its own UCX worker "
-          "(false: all threads share one worker, and operations on a dynamic window run one "
-          "at a time, since they share its region caches)",
+          "Under MPI_THREAD_MULTIPLE give every thread that issues RMA its own UCX worker, so "
+          "that threads flush and progress independently (false: one worker for all threads)",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.per_thread_workers);
 
-    OSC_UCXX.post_poll_interval = 16;
-    param("poll_interval",
-          "Wait loops call ucp_worker_progress on the workers they wait on this many times "
-          "between calls to opal_progress (which serves the rest of the library)",
-          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-          &OSC_UCXX.post_poll_interval);
-
-    OSC_UCXX.yield_after = 256;
-    param("yield_after",
-          "Wait loops that found nothing to progress this many times in a row call "
-          "sched_yield between polls, so that the thread that can end the wait (a peer "
-          "served on the same core, a thread holding a worker) gets the core; a fence "
-          "barrier waiting for a process that may need its core (same core, more processes "
-          "than cores) yields after a 16th of this; 0: never yield",
-          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-          &OSC_UCXX.yield_after);
-
-    OSC_UCXX.fence_by_flush = -1;
-    param("fence_by_flush",
-          "How mpi_win_order and accumulate ordering keep operations to a target in "
-          "order over UCX: 1 (or more): flush that target's endpoint (a round trip); 0: "
-          "ucp_worker_fence; negative: a flush where UCX's fence is strong (UCX_FENCE_MODE, "
-          "UCX_PROTO_ENABLE: it flushes the whole worker inside UCX's lock), the "
-          "fence where it is weak (UCX 1.13)",
-          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-          &OSC_UCXX.fence_by_flush);
-
-    OSC_UCXX.fence_barrier = true;
-    param("fence_barrier",
-          "A fence on a window whose processes all map each other's state segments (one "
-          "node, a shared-memory transport) synchronizes through those segments: one store "
-          "to a peer's segment and one wait per round of a dissemination barrier, instead "
-          "of the communicator's barrier (false: always the communicator's barrier; one "
-          "process of a window that says false makes all of them use it)",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-          &OSC_UCXX.fence_barrier);
-
-    OSC_UCXX.max_rails = 1;
-    param("max_rails",
-          "Network devices one endpoint may spread over (UCX_MAX_RNDV_RAILS of the component's "
-          "UCX context; 0 keeps UCX's default). 1 avoids a UCX 1.13 connection-setup failure "
-          "over several TCP devices; an explicit UCX_MAX_RNDV_RAILS in the environment wins",
-          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.max_rails);
-
     OSC_UCXX.progress_thread = false;
     param("progress_thread",
-          "Start a thread that progresses the worker peers reach this process through, so "
-          "operations UCX emulates (TCP, user memory) and accumulates sent as active messages "
-          "complete while this process computes outside MPI (costs a share of a core)",
+          "Start a thread that serves peers while this process computes outside MPI, so "
+          "that operations the target's CPU must carry out (UCX's emulated RMA, accumulates "
+          "and active messages sent as messages) complete without waiting for it",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.progress_thread);
 
@@ -154,168 +177,58 @@ static int component_register(void)
 
     OSC_UCXX.progress_wait = false;
     param("progress_thread_wait",
-          "The progress thread blocks in the kernel (ucp_worker_wait) until a peer's message "
-          "or emulated operation arrives, instead of polling: it then costs no CPU while "
-          "idle, which matters when ranks share cores",
+          "The progress thread blocks in the kernel until a peer's message or emulated "
+          "operation arrives, instead of polling: no CPU while idle",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.progress_wait);
 
-    /* Accumulates */
-    /* 256: runs of up to 256 B take one stripe (a 256 B accumulate + flush
-     * took 34.7 ns, against 41.4 over four 64 B blocks); a 4 KiB array
-     * still spreads over 16 of the 32 stripes. */
+    /* 256: runs of up to 256 B take one stripe, and a 4 KiB array still
+     * spreads over 16 of the 32 stripes. */
     OSC_UCXX.acc_granularity = 256;
     param("acc_granularity",
-          "Bytes of window one accumulate stripe lock covers (rounded up to a power of two, "
-          "8 or more), unless the window's info key mpi_accumulate_granularity says: small "
-          "blocks let accumulates on nearby elements run side by side, large ones cost "
-          "accumulates of several elements fewer lock operations (those touching more than 4 "
-          "blocks take one window-wide lock instead).  Must be the same on every process",
-          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+          "Bytes of window one accumulate lock covers (a power of two, 8 or more) unless a "
+          "window's info key mpi_accumulate_granularity says: smaller blocks let accumulates "
+          "on nearby elements run side by side, larger ones cost accumulates of many "
+          "elements fewer lock operations. Must be the same on every process",
+          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
           &OSC_UCXX.acc_granularity);
-    OSC_UCXX.acc_hold = 64 * 1024;
-    param("acc_hold",
-          "Bytes of target memory one bulk accumulate applies per lock acquisition: longer "
-          "ones release and retake the lock between pieces, so that other processes' "
-          "accumulates to the same window wait at most this long",
-          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.acc_hold);
-    OSC_UCXX.acc_am_chunk = 32 * 1024;
-    param("acc_am_chunk",
-          "Accumulates to memory this process cannot map travel as active messages the target "
-          "applies in bulk: this many bytes of values per message",
-          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.acc_am_chunk);
-    OSC_UCXX.acc_am_inflight = 8;
-    param("acc_am_inflight",
-          "Messages of one such accumulate in flight at most (bounds the memory a large "
-          "accumulate takes at both ends: acc_am_chunk times this)",
-          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.acc_am_inflight);
-    OSC_UCXX.acc_vector = 0;
-    param("acc_vector",
-          "Vector bytes of the sums that accumulates to mapped memory apply inline (runs of "
-          "up to 4 KiB with vectors wider than 16 bytes, else 256 B): 0 (the default) the "
-          "widest the CPU adds in one instruction (64 with AVX-512, 32 with AVX2); other "
-          "values are rounded down to 16, 32 or 64 and capped at that",
-          MCA_BASE_VAR_TYPE_UNSIGNED_INT, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.acc_vector);
 
-    /* User active messages (MPIX_Am, osc_ucxx_uam.c) */
     OSC_UCXX.am_sysbuf = 8192;
     param("am_sysbuf",
           "Bytes of internal staging each process keeps, per window, for each origin's active "
-          "messages (used before any user buffer, without a handshake; 0: none, every AM goes "
-          "through the buffers the target attached)",
+          "messages (MPIX_Am), used before any buffer the target attached and without a "
+          "handshake; 0: none, every active message needs attached buffer",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.am_sysbuf);
-    OSC_UCXX.am_chunk = 2048;
-    param("am_chunk",
-          "Staging bytes one handler invocation aims at when am_pipeline_unit is auto (the unit "
-          "is then max(1, am_chunk / bytes per segment))",
-          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.am_chunk);
-    OSC_UCXX.am_eager = 8000;
-    param("am_eager",
-          "Active-message chunks and outputs up to this many bytes are sent eagerly (copied "
-          "through UCX's buffers); larger ones use UCX rendezvous (zero copy)",
-          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.am_eager);
-    OSC_UCXX.am_grant_max = 256 * 1024;
-    param("am_grant_max",
-          "Largest part of its attached AM buffers a target grants one origin at a time (an "
-          "origin holding an exclusive lock gets the largest free range, uncapped)",
-          MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.am_grant_max);
-    OSC_UCXX.amv_pack_threshold = 80;
-    param("amv_pack_threshold",
-          "MPIX_Amv: send only the produced output elements when they fill at most this "
-          "percentage of the maximum (else the whole output region, without packing)",
-          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.amv_pack_threshold);
     OSC_UCXX.am_origin_compute = true;
     param("am_origin_compute",
           "Run an active message's handler in the origin process when the target's persistent "
-          "region is mapped there (same node, shared memory): no message, no target CPU",
+          "region is mapped there (same node): no message and no target CPU. Handlers that "
+          "depend on the target process's own state need false",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.am_origin_compute);
-    OSC_UCXX.am_exclusive_detect = true;
-    param("am_exclusive_detect",
-          "An origin holding MPI_LOCK_EXCLUSIVE on a target reserves all of the target's free "
-          "AM buffer with one handshake and keeps it until unlock (or flush, see "
-          "am_buf_interleave_am_detach)",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.am_exclusive_detect);
 
     OSC_UCXX.early_start = true;
     param("early_start",
-          "Bring UCX up during MPI_Init when osc/ucxx is selected explicitly (--mca osc ucxx) "
-          "or by priority: the context, the main worker (its address goes into Open MPI's "
-          "modex), an endpoint to the next rank on the node, an rkey each of allocated and "
-          "registered memory unpacked on it and the first state arena, so that the first window "
-          "pays none of the first-use costs "
-          "(MPI_Init takes ~7 ms longer with UCX 1.13). 0: the first window does it (a "
-          "program that never makes a window pays nothing)",
+          "Bring UCX up during MPI_Init when osc/ucxx is selected (--mca osc ucxx, or by "
+          "priority), so that the first window pays none of UCX's first-use costs; false: "
+          "the first window does it, and a program that makes no window pays nothing",
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.early_start);
 
-    OSC_UCXX.prefault = true;
-    param("prefault",
-          "Before the first copy of over 256 KiB to or from a 2 MiB chunk of a peer's "
-          "memory mapped here, populate this process's page tables for the bytes it copies "
-          "in one call (madvise MADV_POPULATE_READ, Linux 5.14 and later), for stores and, "
-          "on UCX's sysv segments (allocated windows), which otherwise fault page by page "
-          "with no fault-around, for loads too. 0: fault as touched",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.prefault);
-
     OSC_UCXX.alloc_cache = 16UL << 20;
     param("alloc_cache",
-          "Bytes of what freed windows allocated of their own (MPI_Win_allocate memory "
-          "over 256 KiB with its state pages, state segments over 16 KiB; smaller ones come "
-          "from arenas shared by the windows alive) kept for the next window that needs at "
-          "most that many bytes and at least half of them, at most 32 allocations, none "
-          "larger than a quarter of this: creating and freeing a window then costs no "
-          "shared-memory segment, and the peers that kept their mappings of it touch it "
-          "without a page fault; also the most that the mappings of peers' allocations "
-          "kept by a worker for later windows hold. 0: none kept. Released at MPI_Finalize",
+          "Bytes of window memory and state that freed windows allocated kept for the next "
+          "windows that fit, and most bytes of peers' kept mappings, so that creating and "
+          "freeing windows in a loop allocates and maps nothing; 0: nothing kept. "
+          "Released at MPI_Finalize",
           MCA_BASE_VAR_TYPE_UNSIGNED_LONG, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.alloc_cache);
 
-    OSC_UCXX.info_direct = true;
-    /* settable at run time (MPI_T): the info test compares both ways */
-    (void) mca_base_component_var_register(
-        &mca_osc_ucxx_component.super.osc_version, "info_direct",
-        "Subscribe a window's info keys (what MPI_Win_get_info reports and MPI_Win_set_info "
-        "changes) in one pass that builds Open MPI's subscriber state directly instead of "
-        "through opal_infosubscribe_subscribe key by key (the window's 12 keys: ~20,500 "
-        "instructions against ~65,000; MPI_Win_allocate with 100 windows alive ~18 us "
-        "against ~29). Open MPI 4.1 only, and only where a probe subscription at init finds the "
-        "state laid out as expected (elsewhere it reads 0 after MPI_Init); 0: Open MPI's way",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9,
-        MCA_BASE_VAR_SCOPE_LOCAL, &OSC_UCXX.info_direct);
-    OSC_UCXX.keep_comm = true;
-    param("keep_comm",
-          "Spare window creation the duplication of its communicator (~15 us of 45 at 2 "
-          "processes with 100 windows alive, more with more processes): the windows over "
-          "one communicator share one duplicate of it, or under MPI_THREAD_MULTIPLE "
-          "(where two threads may fence two windows at once) a window freed at its "
-          "collective MPI_Win_free leaves its own to the next window, where every process "
-          "can (a creation first agrees on it in one allreduce). 0: every window "
-          "duplicates its communicator",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.keep_comm);
-    OSC_UCXX.comm_windows = 32768;
-    param("comm_windows",
-          "Windows numbered on one shared communicator (osc_ucxx_keep_comm) before the next "
-          "window duplicates the communicator anew; at most 32768 (a window's id carries "
-          "its number in 15 bits). For tests",
-          MCA_BASE_VAR_TYPE_UNSIGNED_INT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.comm_windows);
+    tune_from_environment();
     if (OSC_UCXX.comm_windows < 1 || OSC_UCXX.comm_windows > 32768) {
         OSC_UCXX.comm_windows = 32768;
     }
-
     if (OSC_UCXX.post_poll_interval < 1) {
         OSC_UCXX.post_poll_interval = 1;
     }

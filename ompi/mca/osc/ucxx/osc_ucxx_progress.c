@@ -27,9 +27,11 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
-#include "opal/runtime/opal_progress.h"
-
 #include "osc_ucxx_worker.h"
+
+/* after ours: 5.0's opal_progress.h reaches mutex.h, which needs the
+ * opal_object_t that osc_ucxx_compat.h includes first */
+#include "opal/runtime/opal_progress.h"
 
 /* Deferred work: how much is queued, and the message layer's drain. */
 volatile int32_t ompi_osc_ucxx_deferred = 0;
