@@ -27,10 +27,14 @@ typedef struct {
 #define OSC_UCXX_AM_UAM_DATA   6   /* user active messages (osc_ucxx_uam.c): a chunk */
 #define OSC_UCXX_AM_UAM_OUT    7   /* ... its output and returned credit */
 #define OSC_UCXX_AM_UAM_CTRL   8   /* ... buffer reservations, grants, releases */
-#define OSC_UCXX_AM_MAX        9   /* ids registered with UCX are below this */
-#define OSC_UCXX_AM_SEND       9   /* queue only: a message to send outside a callback */
-#define OSC_UCXX_AM_UAM_WORK  10   /* queue only: user active-message work */
-#define OSC_UCXX_AM_KINDS     11
+#define OSC_UCXX_AM_LOCK       9   /* target-managed locks (osc_ucxx_lockq.c): a request,
+                                    * with the epoch it carries, or a release */
+#define OSC_UCXX_AM_LOCK_REPLY 10  /* ... the grant or the release's answer, with results */
+#define OSC_UCXX_AM_MAX       11   /* ids registered with UCX are below this */
+#define OSC_UCXX_AM_SEND      11   /* queue only: a message to send outside a callback */
+#define OSC_UCXX_AM_UAM_WORK  12   /* queue only: user active-message work */
+#define OSC_UCXX_AM_LOCK_WORK 13   /* queue only: a lock queue waiting for a stripe */
+#define OSC_UCXX_AM_KINDS     14
 
 /* Handle a message (header first in buf).  `deferred`: running from the
  * queue, outside UCX callbacks.  OMPI_ERR_WOULD_BLOCK: queue it, retry later

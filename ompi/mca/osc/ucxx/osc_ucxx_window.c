@@ -500,8 +500,28 @@ static void module_construct(ompi_osc_ucxx_module_t *module)
     module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
 }
 
+/* What concerns above this layer keep per window, dropped through the
+ * hooks they register at component init (the calls into higher layers
+ * below are older: docs/architecture.md lists them). */
+#define OSC_UCXX_FREE_HOOKS 4
+static void (*free_hooks[OSC_UCXX_FREE_HOOKS])(ompi_osc_ucxx_module_t *module);
+
+void ompi_osc_ucxx_window_free_hook(void (*fn)(ompi_osc_ucxx_module_t *module))
+{
+    for (int i = 0; i < OSC_UCXX_FREE_HOOKS; ++i) {
+        if (NULL == free_hooks[i] || fn == free_hooks[i]) {
+            free_hooks[i] = fn;
+            return;
+        }
+    }
+    abort();   /* (a fixed list: grow it with the hooks) */
+}
+
 static void module_destruct(ompi_osc_ucxx_module_t *module)
 {
+    for (int i = 0; i < OSC_UCXX_FREE_HOOKS && NULL != free_hooks[i]; ++i) {
+        free_hooks[i](module);
+    }
     ompi_osc_ucxx_uam_release(module);  /* before the links its messages use */
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
