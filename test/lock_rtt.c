@@ -26,28 +26,6 @@ enum { K_PUT, K_GET, K_ACC, NKINDS };
 static const char *kind_names[NKINDS] = {"lock + put + unlock", "lock + get + unlock",
                                          "lock + accumulate + unlock"};
 
-static double fastest_pingpong(int me, int peer)
-{
-    double best = 1e9;
-    for (int i = 0; i < REPS; i++) {
-        uint64_t v = ((uint64_t) peer << 32) | (uint64_t) i, got = 0;
-        if (0 == me) {
-            double t0 = MPI_Wtime();
-            TU_MPI(MPI_Send(&v, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD));
-            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            double t = MPI_Wtime() - t0;
-            if (t < best) best = t;
-            TU_CHECK(got == v + 1, "ping-pong with rank %d: got %llx, expected %llx", peer,
-                     (unsigned long long) got, (unsigned long long) (v + 1));
-        } else if (me == peer) {
-            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            got++;
-            TU_MPI(MPI_Send(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD));
-        }
-    }
-    return best;
-}
-
 static uint64_t stamp(const tu_win_t *w, int peer, int i)
 {
     return ((uint64_t) (w->flavor + 1) << 48) | ((uint64_t) peer << 32) | (uint64_t) (i + 1);
@@ -160,7 +138,7 @@ int main(int argc, char **argv)
     node = tu_node_comm(MPI_COMM_WORLD, &spans);
     rtt = calloc(np, sizeof(*rtt));
     for (int peer = 1; peer < np; peer++) {
-        rtt[peer] = fastest_pingpong(me, peer);
+        rtt[peer] = tu_fastest_pingpong(me, peer, REPS);
         TU_MPI(MPI_Barrier(MPI_COMM_WORLD));
     }
     for (int f = 0; f < TU_NFLAVORS; f++) {

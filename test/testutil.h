@@ -201,6 +201,31 @@ static inline int tu_on_my_node(MPI_Comm comm, MPI_Comm node, int r)
     return MPI_UNDEFINED != tr;
 }
 
+/* The fastest of `reps` 8-byte MPI ping-pongs between rank 0 and `peer`
+ * (seconds, at rank 0; the other ranks return 1e9), values checked: the
+ * wire tests' unit of a round trip. */
+static inline double tu_fastest_pingpong(int me, int peer, int reps)
+{
+    double best = 1e9;
+    for (int i = 0; i < reps; i++) {
+        uint64_t v = ((uint64_t) peer << 32) | (uint64_t) i, got = 0;
+        if (0 == me) {
+            double t0 = MPI_Wtime();
+            TU_MPI(MPI_Send(&v, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD));
+            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            double t = MPI_Wtime() - t0;
+            if (t < best) best = t;
+            TU_CHECK(got == v + 1, "ping-pong with rank %d: got %llx, expected %llx", peer,
+                     (unsigned long long) got, (unsigned long long) (v + 1));
+        } else if (me == peer) {
+            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            got++;
+            TU_MPI(MPI_Send(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD));
+        }
+    }
+    return best;
+}
+
 /* The /proc/self/maps line of the one mapping that holds all of [lo, hi),
  * into line[len]; 0 if none does (the shared-memory tests look at where
  * osc/ucxx moved window pages). */

@@ -20,28 +20,6 @@
 
 #define REPS 20
 
-static double fastest_pingpong(int me, int peer)
-{
-    double best = 1e9;
-    for (int i = 0; i < REPS; i++) {
-        uint64_t v = ((uint64_t) peer << 32) | (uint64_t) i, got = 0;
-        if (0 == me) {
-            double t0 = MPI_Wtime();
-            TU_MPI(MPI_Send(&v, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD));
-            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            double t = MPI_Wtime() - t0;
-            if (t < best) best = t;
-            TU_CHECK(got == v + 1, "ping-pong with rank %d: got %llx, expected %llx", peer,
-                     (unsigned long long) got, (unsigned long long) (v + 1));
-        } else if (me == peer) {
-            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            got++;
-            TU_MPI(MPI_Send(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD));
-        }
-    }
-    return best;
-}
-
 static double fastest_put(tu_win_t *w, int me, int peer)
 {
     double best = 1e9;
@@ -108,7 +86,7 @@ int main(int argc, char **argv)
     }
     for (int peer = 1; peer < np; peer++) {
         int remote = !tu_on_my_node(MPI_COMM_WORLD, node, peer);
-        double best = fastest_pingpong(me, peer);
+        double best = tu_fastest_pingpong(me, peer, REPS);
         if (0 == me) check_time("ping-pong", peer, remote, best, delay_us);
         TU_MPI(MPI_Barrier(MPI_COMM_WORLD));
     }
