@@ -38,8 +38,8 @@ static ompi_osc_ucxx_worker_t *flush_scope(ompi_osc_ucxx_view_t *view)
 }
 
 /* A flush with something to wait for: lock requests not sent yet go
- * first (osc_ucxx_lazy.c; they exist only where the target manages locks,
- * where no flush is quiet), then the primitive. */
+ * first (osc_ucxx_lazy.c; only where the target manages locks), then the
+ * primitive. */
 static __opal_attribute_noinline__ int flush_busy(ompi_osc_ucxx_module_t *module, int target,
                                                   ompi_osc_ucxx_worker_t *only)
 {
