@@ -2,7 +2,10 @@
 # check-shape.sh: the project's shape stays what a maintainer would merge
 # (issue 53): at most 12 MCA parameters (ompi_info --param osc ucxx
 # --level 9, where the installed component is visible), a README.md of at
-# most 400 lines.  Run by run-tests.sh (test/static.list), which passes NP
+# most 400 lines, no source file of more than 900 lines, and no
+# measurement figures (times, speed-up factors, percentages) in the
+# sources' comments or the README: they are wrong on the next machine and
+# belong in commit messages and bench/ docs.  Run by run-tests.sh (test/static.list), which passes NP
 # and mpirun arguments; they are ignored.  Exit 0 or 1.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,5 +22,17 @@ else
 fi
 lines=$(wc -l <"$top/README.md")
 [ "$lines" -le 400 ] || problem "README.md has $lines lines (at most 400: design notes go in docs/)"
+
+sources=$(ls "$top"/ompi/mca/osc/ucxx/*.[ch] "$top"/mpix/*.[ch] 2>/dev/null)
+for f in $sources; do
+    n=$(wc -l <"$f")
+    [ "$n" -le 900 ] || problem "${f#$top/} has $n lines (at most 900: one concern per file)"
+done
+# a number with a time unit, "N x faster/slower", "N %"
+figure='[0-9]\s*(µs|us|ns|ms)\b|[0-9]\s*(x|×)\s*(faster|slower|less|more)\b|[0-9.]+×|[0-9]\s*%'
+# shellcheck disable=SC2086
+hits=$(grep -nE "$figure" $sources "$top/README.md" | sed "s|$top/||")
+[ -z "$hits" ] || problem "measurement figures (put them in the commit message or bench/):
+$hits"
 echo "check-shape.sh: README.md $lines lines, $problems problem(s)"
 [ "$problems" = 0 ]

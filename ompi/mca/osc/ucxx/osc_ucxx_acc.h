@@ -228,11 +228,9 @@ OSC_UCXX_VECS(64)
 /* The sum of a short run of elements of type T (vector types ..._K): up to
  * 8 elements of 4 or 8 B one at a time (unless they fill a `vw`-byte
  * vector, where `vw` is wider than 16), longer runs `vw` bytes at a time
- * (then at most one 32 and one 16-byte step) and the rest one T at a time
- * (16 elements of 8 B with a flush: 38.5 ns, against 42.7 through acc_run's
- * calls into the kernels.  uint64 sums + flush on a Zen 5 core, 16-byte
- * vectors / 64-byte: 256 B 27.4 / 25.0 ns, 512 B 35.7 / 32.0, 4 KiB 57 /
- * 53 through the kernels / inline; osc/sm 22.7, 23.5, 53.1). */
+ * (then at most one 32 and one 16-byte step) and the rest one T at a time.
+ * Short runs are faster inline than through acc_run's calls into the
+ * kernels, and wider vectors move the point where the kernels win. */
 #define OSC_UCXX_SUM_SHORT(K, T)                                              \
     do {                                                                      \
         size_t i_ = 0;                                                        \

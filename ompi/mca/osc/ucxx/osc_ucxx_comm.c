@@ -29,21 +29,16 @@ static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint
 
 /* A copy to or from mapped memory.  What glibc's memcpy does with a large
  * one depends on the machine, and twice it was the slow choice:
- *   - past a threshold computed from the cache size (on one machine above
- *     512 KiB) it switches to non-temporal stores, which go to DRAM: 1 MiB
- *     in 256 KiB pieces took 14.7 us against 17.4 in one call (2 MiB: 31 vs
- *     37, 16 MiB: 360 vs 456);
- *   - in pieces of 256 KiB it copies with `rep movsb`, which on a Zen 4
- *     (whose threshold is 240 MiB) runs at half speed where source and
- *     destination share their page offset: window memory is page-aligned,
- *     so a 4 MiB get into a page-aligned buffer took 150 us in pieces, 96 in
- *     one call, and a 16 MiB one 1977 against 876.
+ *   - past a threshold computed from the cache size it switches to
+ *     non-temporal stores, which go to DRAM, so that one call is slower than
+ *     the same copy in 256 KiB pieces;
+ *   - in pieces of 256 KiB it copies with `rep movsb`, which on some CPUs
+ *     runs at half speed where source and destination share their page
+ *     offset, as page-aligned window memory and page-aligned buffers do.
  * So larger copies go through a loop of 32-byte loads and aligned stores
- * where the CPU has AVX2 (Zen 4, one process: 1 MiB 22.0 us, 4 MiB 86.1-86.9,
- * 16 MiB 701-789, at or below the best of the two at every page offset and
- * in both directions), and in 256 KiB pieces elsewhere.  (MPI, 2 ranks,
- * get + flush: 1 MiB 22-24 us against 26-41 in pieces, osc/sm 23-26; 4 MiB
- * 92-108 against 109-186, osc/sm 98-132.)  Smaller copies stay one call. */
+ * where the CPU has AVX2 (at or below the better of the two at every page
+ * offset and in both directions), and in 256 KiB pieces elsewhere.  Smaller
+ * copies stay one call. */
 #define OSC_UCXX_COPY_PIECE (256 * 1024)
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
@@ -158,8 +153,8 @@ static __opal_attribute_noinline__ int xfer_cma(ompi_osc_ucxx_target_t *t, bool 
 
 /* One contiguous transfer: a copy where the target's memory is mapped (inline:
  * the common case on a node), else by cross-memory attach or through UCX.
- * (GCC kept it out of line, a call and a frame per 8 B put: 6.7% of the
- * put's time in perf.) */
+ * (GCC kept it out of line, a call and a frame per small put, visible in
+ * the put's profile.) */
 static inline __opal_attribute_always_inline__ int
 xfer(ompi_osc_ucxx_target_t *t, bool is_put, void *local, uint64_t remote, size_t len,
      ompi_osc_ucxx_request_t *req)
@@ -272,8 +267,8 @@ xfer_cma_pieces(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr, int o
  *   - mapped memory: the convertor's block copy where both sides have one
  *     type, else one pack straight into (unpack straight from) a contiguous
  *     side, instead of our walk of both layouts (a convertor call per 32
- *     pieces and a memcpy per piece: 2-4x slower than osc/sm and osc/rdma
- *     on 262,144-element indexed and struct types);
+ *     pieces and a memcpy per piece, several times slower than osc/sm and
+ *     osc/rdma on large indexed and struct types);
  *   - memory we do not map, where every piece is a UCX operation the target
  *     emulates (one TCP send each with UCX_TLS=tcp), when the pieces are
  *     small: the accumulate messages (osc_ucxx_acc_am.c) with MPI_BYTE

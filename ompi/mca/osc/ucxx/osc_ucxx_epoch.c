@@ -264,7 +264,8 @@ static int open_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e,
  * claims it, a fetch-add takes its slot in the list (the closing fence
  * clears what the list names), and later operations on it take the one-load
  * path.  (Passing every operation through here instead, with nothing to
- * open, cost 15 % of the message rate of 1000 puts per fence epoch.) */
+ * open, cost a visible part of the message rate of many puts per fence
+ * epoch.) */
 static int open_fence_free(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e,
                            int target)
 {
@@ -375,8 +376,7 @@ int ompi_osc_ucxx_epoch_take_posts(ompi_osc_ucxx_module_t *module)
  * locks at once or on first use).  Opened on first use by whichever thread
  * got there first, the target's access word and the epoch's list moved
  * between cores twice per epoch, and the other threads waited for the
- * opener: RMA-MT's lock_all latency grew ~50 ns from 1 to 4 threads
- * (osc/sm, which locks every target in lock_all, ~10). */
+ * opener: lock_all's latency grew with the number of threads. */
 #define OSC_UCXX_REOPEN_MAX 8
 
 static void reopen_targets(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)

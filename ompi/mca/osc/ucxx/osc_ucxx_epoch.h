@@ -128,8 +128,7 @@ static inline void ompi_osc_ucxx_tgt_flip(ompi_osc_ucxx_peer_t *peer, int32_t bi
  * claims it while it works on it; *was gets the word before.  A
  * compare-and-swap where threads may race for the word; a plain load and
  * store where one thread alone is in the component (two locked
- * instructions less per MPI_Win_lock + put + unlock, which took 40 ns
- * against osc/sm's 35). */
+ * instructions less per MPI_Win_lock + put + unlock). */
 static inline bool ompi_osc_ucxx_tgt_claim(ompi_osc_ucxx_peer_t *peer, int32_t refuse,
                                            int32_t need, int32_t *was)
 {
@@ -155,9 +154,8 @@ static inline bool ompi_osc_ucxx_tgt_claim(ompi_osc_ucxx_peer_t *peer, int32_t r
  * and then reads nlocks (begin_locked, osc_ucxx_epoch.c); both sequentially
  * consistent, so at least one of the two sees the other and backs out (a
  * lock racing a lock_all or start in another thread is erroneous; one of
- * them fails).  False: the epoch lock's way decides.  (With the epoch lock,
- * and a set and a clear where lock_done now flips, a lock + 8 B put +
- * unlock took 68 ns; then 55, osc/sm's 36.) */
+ * them fails).  False: the epoch lock's way decides.  (The epoch lock
+ * itself made a lock + put + unlock cost nearly twice osc/sm's.) */
 static inline bool ompi_osc_ucxx_epoch_lock_unlocked(ompi_osc_ucxx_module_t *module,
                                                      ompi_osc_ucxx_peer_t *peer, int *rc)
 {
@@ -182,7 +180,7 @@ int ompi_osc_ucxx_epoch_lock_locked(ompi_osc_ucxx_module_t *module, int target);
  * Inline, with the epoch lock's way out of line: where no access epoch is
  * in force one thread alone claims its target with plain loads and stores
  * (the epoch lock's way would end an unused fence epoch first; there is
- * none).  (Through the calls, lock + 8 B put + unlock took 30.8 ns.) */
+ * none). */
 static inline int ompi_osc_ucxx_epoch_lock_begin(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];

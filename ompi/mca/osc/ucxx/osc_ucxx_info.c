@@ -9,14 +9,12 @@
  * and s_subscriber_table, key -> the list of callbacks MPI_Win_set_info
  * calls.  opal_infosubscribe_subscribe fills both for one key.  For the 12
  * keys every window honours that was the largest part of creating a window
- * (callgrind, Open MPI 4.1.4: ~65,000 of ~90,000 instructions of an
- * MPI_Win_create with 100 windows alive; ~28 us of an MPI_Win_allocate's
- * ~46 on a 2 GHz core): per key it allocates a 257-byte scratch buffer and
- * eight more objects, formats the saved key with snprintf and searches
- * s_info four times, a list that grows by two entries a key.  The one pass
- * below takes ~20,500 (most of it malloc, which the state needs ~62 times:
- * per key an entry with its value, a list, an item and a key copy in the
- * table, and a saved copy where it differs).
+ * (callgrind, Open MPI 4.1.4): per key it allocates a 257-byte scratch
+ * buffer and eight more objects, formats the saved key with snprintf and
+ * searches s_info four times, a list that grows by two entries a key.  The
+ * one pass below costs a fraction of that, most of it the mallocs the state
+ * needs (per key an entry with its value, a list, an item and a key copy in
+ * the table, and a saved copy where it differs).
  *
  * Here the same state is built directly.  For key K with default D and
  * callback cb, as the subscriber leaves it:

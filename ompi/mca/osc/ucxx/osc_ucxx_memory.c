@@ -15,8 +15,8 @@
  *     (~3 KiB, every window but an MPI_Win_allocate one, whose state heads
  *     its own memory) and small MPI_Win_allocate memory from shared
  *     allocations, so the tenth window alive costs no segment here
- *     (shmget + shmat + IPC_RMID: 15-19 us of a 100 us MPI_Win_create at 2
- *     ranks) and none at the peers (the arena's rkey is kept there from its
+ *     (shmget + shmat + IPC_RMID: a large part of an MPI_Win_create) and
+ *     none at the peers (the arena's rkey is kept there from its
  *     first window: a shmat each).
  *   - Kept allocations: what a freed window allocated of its own (larger
  *     ones) is kept for the next window it fits (a loop of create-use-free,
@@ -83,15 +83,14 @@ int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *mem
 /* Kept allocations
  *
  * A UCX allocation costs a shared-memory segment to make (shmget + shmat)
- * and to free (shmdt, which gives the pages back): ~5 and ~7 us with 2
- * ranks, most of a window's free.  Its pages cost a fault each where they
- * are first touched, by the owner and again by every peer that maps them:
- * UCX's sysv segments fault page by page (no fault-around, which osc/sm's
- * mmap()ed files get for reads), ~1.9 us per 4 KiB page in a VM, so an
- * accumulate into a peer's new 2 MiB window paid ~1 ms before any work
- * (big_xfer accflush, a 2 MiB window per loop: 21-26 ms against osc/sm's
- * 12-16; 10-12 with the allocation kept, 4 MiB per allocation at most as
- * osc_ucxx_alloc_cache's quarter).  So what a freed window allocated of its
+ * and to free (shmdt, which gives the pages back), most of a window's
+ * free.  Its pages cost a fault each where they are first touched, by the
+ * owner and again by every peer that maps them: UCX's sysv segments fault
+ * page by page (no fault-around, which osc/sm's mmap()ed files get for
+ * reads), so an accumulate into a peer's new large window paid for every
+ * page before any work (big_xfer accflush, a new window per loop, took
+ * about twice osc/sm's time until allocations were kept, up to a quarter
+ * of osc_ucxx_alloc_cache each).  So what a freed window allocated of its
  * own (an MPI_Win_allocate window's state pages + memory, one memh, or a
  * state segment, where too large for an arena) is kept, up to
  * osc_ucxx_alloc_cache bytes in all,
@@ -305,8 +304,8 @@ int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_
 }
 
 /* The early start (component_init, in MPI_Init): the first state arena,
- * a UCX allocation that the first window would make otherwise (~25-45 us of
- * a first MPI_Win_create).  Empty, it stays as the newest of its class. */
+ * a UCX allocation that the first window would make otherwise (a large
+ * part of a first MPI_Win_create).  Empty, it stays as the newest of its class. */
 void ompi_osc_ucxx_state_warm(void)
 {
     void *state;

@@ -128,9 +128,8 @@ static inline int ompi_osc_ucxx_op_resolve(ompi_osc_ucxx_target_t *t, bool whole
  * the access, found with a few loads before the general path (which reports
  * every error, and takes everything else: our own window, derived types,
  * zero bytes, memory not mapped, dynamic windows).
- * ~1.3 ns of ~10.4 per 8 B put or get (OSU put_bw / get_bw) was what
- * separated us from osc/sm, which checks none of this; this path takes
- * ~6.7.
+ * These checks were what separated a small put or get (OSU put_bw /
+ * get_bw) from osc/sm's, which checks none of this.
  *
  * `whole`: only where the target's memory is mapped whole (partly mapped
  * memory keeps all its operations on one path: one ordered UCX stream, one
@@ -138,12 +137,12 @@ static inline int ompi_osc_ucxx_op_resolve(ompi_osc_ucxx_target_t *t, bool whole
  * message) is still on its way.  Ordered windows (mpi_win_order) ask it,
  * where the general path would copy as well: a store or load here then
  * comes after every earlier one, as x86 keeps stores in order (through the
- * general path an ordered 8 B put cost 16 ns against 9 on a plain window,
- * 16 puts and a flush); so do accumulates.  Plain windows' put and get do
+ * general path an ordered small put cost nearly twice a plain window's);
+ * so do accumulates.  Plain windows' put and get do
  * not, and refuse ordered views.  `whole` is a constant in each caller:
- * plain puts run the code they ran before the others came here (with the
- * checks made at run time in one function, a put on a plain window took 8.2
- * ns against 6.9; testing view->ordered first, 7.3). */
+ * plain puts run the code they ran before the others came here (checks
+ * made at run time in one function slowed plain puts measurably, even
+ * with view->ordered tested first). */
 static inline __opal_attribute_always_inline__ char *
 ompi_osc_ucxx_mapped_access(ompi_osc_ucxx_view_t *view, bool whole, int target, ptrdiff_t disp,
                             int count, struct ompi_datatype_t *dt, int origin_count,
@@ -165,7 +164,7 @@ ompi_osc_ucxx_mapped_access(ompi_osc_ucxx_view_t *view, bool whole, int target, 
     /* The target opens here too (first access in a lock_all or fence
      * epoch): through the general path, the opening thread would also take
      * a UCX worker, which a mapped copy never needs (creating one costs
-     * ~4.5 ms: RMA-MT's epochs each paid it once, in whichever thread
+     * milliseconds: RMA-MT's epochs each paid it once, in whichever thread
      * opened them, until every thread had one). */
     if (OPAL_UNLIKELY(!(peer->access & OSC_UCXX_TGT_READY)) &&
         OMPI_SUCCESS != ompi_osc_ucxx_epoch_open_target(module, target)) {

@@ -399,12 +399,12 @@ static bool on_my_core(ompi_osc_ucxx_module_t *module, int writer, int cpu)
  * ours where we may run on several (a cpuset) and fewer than it has; a
  * process bound to one core says nothing of the others' (bound one to a
  * core each, they are not crowded: counting our one core, a fence barrier
- * yielded on every wait, OSU's fence latency pattern at 64 KiB 0.78 us
- * against osc/sm's 0.73). */
+ * yielded on every wait and OSU's fence latency pattern fell behind
+ * osc/sm's). */
 bool ompi_osc_ucxx_crowded(void)
 {
     /* The machine's count, read once: glibc reads it from sysfs on every
-     * call (open, read, close), ~10 us, a ninth of a dynamic window's
+     * call (open, read, close), a good part of a dynamic window's
      * create-attach-put-detach-free cycle (bench/rma_mh dyn_cr).  Threads
      * racing here store the same value. */
     static long online_cached;

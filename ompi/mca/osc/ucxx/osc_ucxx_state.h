@@ -114,9 +114,8 @@ void ompi_osc_ucxx_stripes_unlock_all(ompi_osc_ucxx_state_t *state);
  * one aligned group of 32 take different stripes, as they did under b % 32,
  * and so do blocks 32 k and 1024 k apart (k < 32), which b % 32 put on one
  * stripe: every process accumulating into its own 8 KiB slice of a window
- * (any slice of a power of two of 32 blocks or more) took stripe 0 (two
- * origins, 8 B accumulates 8 KiB apart: 58 ns each, against 38 on stripes
- * of their own).  (Two shifts and two XORs: the single element pays for
+ * (any slice of a power of two of 32 blocks or more) took stripe 0, and
+ * the origins serialized on it.  (Two shifts and two XORs: the single element pays for
  * nothing longer.) */
 static inline __opal_attribute_always_inline__ uint32_t ompi_osc_ucxx_stripe_of(uint64_t b)
 {
@@ -175,7 +174,7 @@ ompi_osc_ucxx_stripes_try(ompi_osc_ucxx_state_t *state, uint32_t mask)
     }
     uint32_t rest = mask & (mask - 1);
     if (0 != rest && 0 == (rest & (rest - 1))) {
-        /* two, unrolled (a 512 B run over two stripes: 85 -> 78 ns) */
+        /* two, unrolled: runs over two stripes are common */
         volatile uint64_t *lo = &state->acc_locks[__builtin_ctz(mask)].value;
         volatile uint64_t *hi = &state->acc_locks[31 - __builtin_clz(mask)].value;
         if (OPAL_UNLIKELY(!ompi_osc_ucxx_word_try(lo))) return false;

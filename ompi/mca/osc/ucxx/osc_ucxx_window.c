@@ -500,28 +500,22 @@ static void module_construct(ompi_osc_ucxx_module_t *module)
     module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
 }
 
-/* What concerns above this layer keep per window, dropped through the
- * hooks they register at component init (the calls into higher layers
- * below are older: docs/architecture.md lists them). */
+/* Higher layers' per-window state, dropped by the hooks they register at
+ * component init (the older calls up: docs/architecture.md). */
 #define OSC_UCXX_FREE_HOOKS 4
 static void (*free_hooks[OSC_UCXX_FREE_HOOKS])(ompi_osc_ucxx_module_t *module);
 
 void ompi_osc_ucxx_window_free_hook(void (*fn)(ompi_osc_ucxx_module_t *module))
 {
-    for (int i = 0; i < OSC_UCXX_FREE_HOOKS; ++i) {
-        if (NULL == free_hooks[i] || fn == free_hooks[i]) {
-            free_hooks[i] = fn;
-            return;
-        }
-    }
-    abort();   /* (a fixed list: grow it with the hooks) */
+    int i = 0;
+    while (i < OSC_UCXX_FREE_HOOKS - 1 && NULL != free_hooks[i] && fn != free_hooks[i]) ++i;
+    assert(NULL == free_hooks[i] || fn == free_hooks[i]);  /* (grow the list with the hooks) */
+    free_hooks[i] = fn;
 }
 
 static void module_destruct(ompi_osc_ucxx_module_t *module)
 {
-    for (int i = 0; i < OSC_UCXX_FREE_HOOKS && NULL != free_hooks[i]; ++i) {
-        free_hooks[i](module);
-    }
+    for (int i = 0; i < OSC_UCXX_FREE_HOOKS && NULL != free_hooks[i]; ++i) free_hooks[i](module);
     ompi_osc_ucxx_uam_release(module);  /* before the links its messages use */
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
@@ -625,8 +619,7 @@ static bool machine_can_hold(size_t len)
  * state on the first page(s), the window from the next page on: one rkey, so
  * creating, mapping (each peer, each worker's link), unmapping and freeing
  * cost one shared-memory segment instead of two (with UCX's sysv transport a
- * shmget/shmat/shmdt each: ~6 us of creation and ~6 us of free with 2
- * ranks), and none where the piece comes from an arena (small windows:
+ * shmget/shmat/shmdt each), and none where the piece comes from an arena (small windows:
  * osc_ucxx_memory.c).  Failures are this process's; the caller makes them
  * everyone's. */
 static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t size, int flavor,
