@@ -5,8 +5,8 @@
 # over UCX_TLS=tcp,self (state words by UCX atomics) with rank 0 pretending
 # its UCX uses device atomics (OSC_UCXX_TEST_DEVICE_ATOMICS=1, a test hook):
 # the job must pass and say so (the component's verbose line at level 1:
-# the help message Open MPI 4.1's runtime forwards was seen to be lost);
-# with every rank pretending, it must pass without.  run-tests.sh runs it
+# locks managed by the target, singles by the stripes); with every rank
+# pretending, it must pass without.  run-tests.sh runs it
 # from active.list.
 set -u
 np=$1; shift

@@ -201,6 +201,32 @@ static inline int tu_on_my_node(MPI_Comm comm, MPI_Comm node, int r)
     return MPI_UNDEFINED != tr;
 }
 
+/* Rank 0 and `peer`: `reps` 8-byte MPI ping-pongs after `warm` untimed
+ * ones, each value checked; rank 0 returns the fastest round trip (s), the
+ * others 1e9: the wire tests' unit of a round trip (wire_delay, lock_rtt,
+ * at_rtt). */
+static inline double tu_fastest_pingpong(int me, int peer, int reps, int warm)
+{
+    double best = 1e9;
+    for (int i = 0; i < warm + reps; i++) {
+        uint64_t v = ((uint64_t) peer << 32) | (uint64_t) i, got = 0;
+        if (0 == me) {
+            double t0 = MPI_Wtime();
+            TU_MPI(MPI_Send(&v, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD));
+            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            double t = MPI_Wtime() - t0;
+            if (i >= warm && t < best) best = t;
+            TU_CHECK(got == v + 1, "ping-pong with rank %d: got %llx, expected %llx", peer,
+                     (unsigned long long) got, (unsigned long long) (v + 1));
+        } else if (me == peer) {
+            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            got++;
+            TU_MPI(MPI_Send(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD));
+        }
+    }
+    return best;
+}
+
 /* The /proc/self/maps line of the one mapping that holds all of [lo, hi),
  * into line[len]; 0 if none does (the shared-memory tests look at where
  * osc/ucxx moved window pages). */
@@ -412,32 +438,6 @@ static inline void tu_check_fetched_permutation(const int64_t *all, int nprocs, 
  * tu_watchdog(name, seconds): a hang becomes a failure (exit 3) after that
  * long, with tu_where (which the test may point at what it is doing) in the
  * message.  alarm(0) disarms it. */
-/* Rank 0 and `peer`: `reps` 8-byte MPI ping-pongs after `warm` untimed
- * ones, each value checked; rank 0 returns the fastest round trip (s), the
- * others 1e9.  (The unit of the tests that count round trips of the
- * delayed wire: wire_delay, at_rtt.) */
-static inline double tu_fastest_pingpong(int me, int peer, int reps, int warm)
-{
-    double best = 1e9;
-    for (int i = 0; i < warm + reps; i++) {
-        uint64_t v = ((uint64_t) peer << 32) | (uint64_t) i, got = 0;
-        if (0 == me) {
-            double t0 = MPI_Wtime();
-            TU_MPI(MPI_Send(&v, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD));
-            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, peer, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            double t = MPI_Wtime() - t0;
-            if (i >= warm && t < best) best = t;
-            TU_CHECK(got == v + 1, "ping-pong with rank %d: got %llx, expected %llx", peer,
-                     (unsigned long long) got, (unsigned long long) (v + 1));
-        } else if (me == peer) {
-            TU_MPI(MPI_Recv(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            got++;
-            TU_MPI(MPI_Send(&got, 1, MPI_UINT64_T, 0, i, MPI_COMM_WORLD));
-        }
-    }
-    return best;
-}
-
 #include <signal.h>
 #include <unistd.h>
 

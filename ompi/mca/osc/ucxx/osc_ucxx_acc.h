@@ -480,6 +480,10 @@ int ompi_osc_ucxx_acc_am(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_c
                          int target_count, ompi_datatype_t *target_dt);
 /* Its message kinds (component init) */
 void ompi_osc_ucxx_acc_am_init(void);
+/* One operation another message carries, applied as a chunk is
+ * (OMPI_ERR_WOULD_BLOCK: a stripe is taken, try again). */
+int ompi_osc_ucxx_acc_am_apply(ompi_osc_ucxx_module_t *module, int32_t dt, int32_t op, bool cas,
+                               uint64_t offset, size_t len, const char *vals, char *old);
 
 END_C_DECLS
 

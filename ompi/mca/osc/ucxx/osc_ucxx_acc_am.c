@@ -280,6 +280,59 @@ static int acc_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, size
     return rc;
 }
 
+/* One accumulate-family operation another message carries (a lock
+ * request's epoch, osc_ucxx_lockq.c), checked and applied as the chunks
+ * above: `len` bytes of elements of type `dt` at window offset `offset`
+ * (Fortran indices of the type and the op; `cas`: the values are the new
+ * one, then the compare value), old values into `old` if not NULL.
+ * OMPI_ERR_WOULD_BLOCK: a stripe is taken, try again later. */
+int ompi_osc_ucxx_acc_am_apply(ompi_osc_ucxx_module_t *module, int32_t dt, int32_t op, bool cas,
+                               uint64_t offset, size_t len, const char *vals, char *old)
+{
+    struct {
+        acc_am_hdr_t hdr;
+        acc_am_run_t run;
+    } m;
+    ompi_osc_ucxx_acc_t a = {.fetch = NULL != old};
+    uint64_t lo, hi;
+    uint32_t mask;
+    char *copy = NULL;
+    int status;
+
+    memset(&m, 0, sizeof(m));
+    m.hdr.dt = dt;
+    m.hdr.op = op;
+    m.hdr.flags = (cas ? ACC_AM_CAS : 0) | (NULL != old ? ACC_AM_FETCH : 0);
+    m.hdr.nruns = 1;
+    status = acc_decode(&m.hdr, &a);
+    if (OMPI_SUCCESS != status) return status;
+    if (0 == a.ext || 0 != len % a.ext || (cas && (len != a.ext || NULL == old))) {
+        return MPI_ERR_TYPE;
+    }
+    m.run = (acc_am_run_t){.offset = offset, .count = len / a.ext};
+    m.hdr.nelem = (uint32_t) m.run.count;
+    status = acc_check(module, &a, &m.hdr, &m.run, &lo, &hi);
+    if (OMPI_SUCCESS != status) return status;
+    if (!ompi_osc_ucxx_is_no_op(a.op) &&
+        NULL == (vals = aligned_vals(&a, vals, (cas ? 2 : 1) * len, &copy))) {
+        return OMPI_ERR_WOULD_BLOCK;  /* (no memory for the copy now) */
+    }
+    mask = ompi_osc_ucxx_stripe_mask(module->acc_shift, lo, hi);
+    if (!ompi_osc_ucxx_stripes_trylock(module->state, mask)) {
+        free(copy);
+        return OMPI_ERR_WOULD_BLOCK;
+    }
+    acc_apply(module, &a, &m.hdr, &m.run, vals, old);
+    opal_atomic_wmb();
+    ompi_osc_ucxx_stripes_unlock(module->state, mask);
+    if (1 == m.run.count) {
+        ompi_osc_ucxx_audit(module, module->rank, OSC_UCXX_AUDIT_DATA, offset,
+                            OSC_UCXX_AUDIT_STRIPE);
+    }
+    free(copy);
+    return OMPI_SUCCESS;
+}
+
 /* Accumulates apply in the order their origin sent them
  * (accumulate_ordering), and the origin waits for the reply. */
 void ompi_osc_ucxx_acc_am_init(void)

@@ -62,6 +62,7 @@
 #include "osc_ucxx_op.h"
 #include "osc_ucxx_request.h"
 #include "osc_ucxx_am.h"
+#include "osc_ucxx_lockq.h"
 #include "osc_ucxx_acc_element.h"
 #include "osc_ucxx.h"
 
@@ -475,6 +476,12 @@ static int acc(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_c
     rc = acc_setup(&a, op, origin_dt, target_dt);
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) rc = check_intrinsic(view);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
+    if (OPAL_UNLIKELY(t.peer->access & OSC_UCXX_TGT_LAZY)) {
+        /* carried in the lock request (osc_ucxx_lazy.c), or issued */
+        rc = ompi_osc_ucxx_lazy_acc(&a, origin_addr, origin_count, origin_dt, NULL, result_addr,
+                                    result_count, result_dt, target_count, target_dt);
+        if (OSC_UCXX_ISSUE != rc) return rc;
+    }
     rc = ompi_osc_ucxx_op_resolve(&t, true);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
     if (OPAL_UNLIKELY(t.path.split)) goto by_message;   /* across attached regions */
@@ -542,9 +549,15 @@ int ompi_osc_ucxx_cas(ompi_osc_ucxx_view_t *view, const void *origin_addr,
     if (OMPI_SUCCESS != rc) return rc;
     if (!ompi_datatype_is_predefined(dt)) return MPI_ERR_TYPE;
     rc = check_intrinsic(view);
-    if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_op_resolve(&t, true);
     if (OMPI_SUCCESS != rc) return rc;
     ompi_osc_ucxx_acc_geometry(&a);
+    if (OPAL_UNLIKELY(t.peer->access & OSC_UCXX_TGT_LAZY)) {
+        rc = ompi_osc_ucxx_lazy_acc(&a, origin_addr, 1, dt, compare_addr, result_addr, 1, dt, 1,
+                                    dt);
+        if (OSC_UCXX_ISSUE != rc) return rc;
+    }
+    rc = ompi_osc_ucxx_op_resolve(&t, true);
+    if (OMPI_SUCCESS != rc) return rc;
 
     /* (an element across two attached regions: the target applies it) */
     if (lock_free(&a, t.remote) && !t.path.split) {

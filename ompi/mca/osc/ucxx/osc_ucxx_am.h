@@ -29,10 +29,14 @@ typedef struct {
 #define OSC_UCXX_AM_UAM_CTRL   8   /* ... buffer reservations, grants, releases */
 #define OSC_UCXX_AM_NOTICE     9   /* behind an epoch's operations: they are all there
                                     * (osc_ucxx_notice.c) */
-#define OSC_UCXX_AM_MAX       10   /* ids registered with UCX are below this */
-#define OSC_UCXX_AM_SEND      10   /* queue only: a message to send outside a callback */
-#define OSC_UCXX_AM_UAM_WORK  11   /* queue only: user active-message work */
-#define OSC_UCXX_AM_KINDS     12
+#define OSC_UCXX_AM_LOCK       10  /* target-managed locks (osc_ucxx_lockq.c): a request,
+                                    * with the epoch it carries, or a release */
+#define OSC_UCXX_AM_LOCK_REPLY 11  /* ... the grant or the release's answer, with results */
+#define OSC_UCXX_AM_MAX       12   /* ids registered with UCX are below this */
+#define OSC_UCXX_AM_SEND      12   /* queue only: a message to send outside a callback */
+#define OSC_UCXX_AM_UAM_WORK  13   /* queue only: user active-message work */
+#define OSC_UCXX_AM_LOCK_WORK 14   /* queue only: a lock queue waiting for a stripe */
+#define OSC_UCXX_AM_KINDS     15
 
 /* Handle a message (header first in buf).  `deferred`: running from the
  * queue, outside UCX callbacks.  OMPI_ERR_WOULD_BLOCK: queue it, retry later

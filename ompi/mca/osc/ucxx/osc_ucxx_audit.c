@@ -16,7 +16,7 @@
  * handle gathers every process's records and policy at rank 0, which
  * checks that
  *   - every process agreed on the policy (state_cpu, single_kind,
- *     fence_by_state);
+ *     fence_by_state, lock_kind);
  *   - no state word saw both CPU and UCX atomics;
  *   - no window word saw two kinds of single-element operation (bulk
  *     accumulates always take the stripe locks; mixing them with single
@@ -54,7 +54,7 @@ struct ompi_osc_ucxx_audit_t {
 
 /* What each process sends first: its policy and how many records follow. */
 typedef struct {
-    int32_t state_cpu, single_kind, fence_by_state, count;
+    int32_t state_cpu, single_kind, fence_by_state, lock_kind, count;
 } audit_head_t;
 
 void ompi_osc_ucxx_audit_init(void)
@@ -225,12 +225,13 @@ static int check_all(ompi_osc_ucxx_module_t *module, const audit_head_t *heads,
     for (int r = 1; r < module->size; ++r) {
         if (heads[r].state_cpu != heads[0].state_cpu ||
             heads[r].single_kind != heads[0].single_kind ||
-            heads[r].fence_by_state != heads[0].fence_by_state) {
+            heads[r].fence_by_state != heads[0].fence_by_state ||
+            heads[r].lock_kind != heads[0].lock_kind) {
             fprintf(stderr, "osc/ucxx atomics audit: window %u: rank %d's policy (state_cpu %d, "
-                    "single_kind %d, fence_by_state %d) is not rank 0's (%d, %d, %d)\n",
-                    module->cid, r, heads[r].state_cpu, heads[r].single_kind,
-                    heads[r].fence_by_state, heads[0].state_cpu, heads[0].single_kind,
-                    heads[0].fence_by_state);
+                    "single_kind %d, fence_by_state %d, lock_kind %d) is not rank 0's (%d, %d, "
+                    "%d, %d)\n", module->cid, r, heads[r].state_cpu, heads[r].single_kind,
+                    heads[r].fence_by_state, heads[r].lock_kind, heads[0].state_cpu,
+                    heads[0].single_kind, heads[0].fence_by_state, heads[0].lock_kind);
             bad++;
         }
     }
@@ -280,6 +281,7 @@ int ompi_osc_ucxx_audit_check(ompi_osc_ucxx_module_t *module)
     mine.state_cpu = module->state_cpu;
     mine.single_kind = module->single_kind;
     mine.fence_by_state = module->fence_by_state;
+    mine.lock_kind = module->lock_kind;
     if (root) {
         heads = malloc(module->size * sizeof(*heads));
         counts = malloc(module->size * sizeof(int));

@@ -21,6 +21,7 @@
 #include "osc_ucxx_dt.h"
 #include "osc_ucxx_acc.h"
 #include "osc_ucxx_cma.h"
+#include "osc_ucxx_lockq.h"
 #include "osc_ucxx.h"
 
 static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint64_t remote,
@@ -427,6 +428,13 @@ static int put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, i
     }
     if (OPAL_UNLIKELY(0 == size)) {
         return OMPI_SUCCESS;
+    }
+    if (OPAL_UNLIKELY(t.peer->access & OSC_UCXX_TGT_LAZY)) {
+        /* carried in the lock request not sent yet, or issued once it is
+         * granted (osc_ucxx_lazy.c) */
+        rc = ompi_osc_ucxx_lazy_put_get(&t, is_put, origin_addr, origin_count, origin_dt,
+                                        target_count, target_dt, req);
+        if (OSC_UCXX_ISSUE != rc) return rc;
     }
     rc = ompi_osc_ucxx_op_resolve(&t, false);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {

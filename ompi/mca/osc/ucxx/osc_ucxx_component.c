@@ -16,6 +16,7 @@
 #include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_uam.h"
 #include "osc_ucxx_notice.h"
+#include "osc_ucxx_lockq.h"
 
 static int component_register(void);
 static int component_open(void);
@@ -301,6 +302,8 @@ static void messages_init(void)
     ompi_osc_ucxx_acc_am_init();    /* accumulates applied by the target */
     ompi_osc_ucxx_dyn_am_init();    /* dynamic windows' region lookups */
     ompi_osc_ucxx_uam_am_init();    /* user active messages */
+    ompi_osc_ucxx_lockq_am_init();  /* target-managed locks: the target's queue */
+    ompi_osc_ucxx_lazy_init();      /* ... and the origin's requests */
 }
 
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads)

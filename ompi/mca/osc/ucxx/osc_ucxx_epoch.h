@@ -31,6 +31,10 @@ BEGIN_C_DECLS
 #define OSC_UCXX_TGT_BUSY    0x10   /* a lock or unlock of it is under way */
 #define OSC_UCXX_TGT_HELD    0x20   /* lock_all took its shared lock */
 #define OSC_UCXX_TGT_MEMBER  0x40   /* in the start group */
+#define OSC_UCXX_TGT_MSGLOCK 0x80   /* ... the lock is the target's to manage: requested,
+                                     * granted and released by messages (osc_ucxx_lazy.c) */
+#define OSC_UCXX_TGT_LAZY    0x100  /* ... and not requested yet: operations are carried
+                                     * in the request (the general paths check) */
 #define OSC_UCXX_TGT_READY   (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_OPEN)
 
 /* The access epoch object of a window (one per core, reused). */
@@ -222,14 +226,16 @@ static inline int ompi_osc_ucxx_epoch_unlock_begin(ompi_osc_ucxx_module_t *modul
         return OMPI_ERR_RMA_SYNC;
     }
     *type = (old & OSC_UCXX_TGT_EXCL) ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
-    *nocheck = 0 != (old & OSC_UCXX_TGT_NOCHECK);
+    /* (a lock by messages is released another way, as is no lock: one test) */
+    *nocheck = 0 != (old & (OSC_UCXX_TGT_NOCHECK | OSC_UCXX_TGT_MSGLOCK));
     return OMPI_SUCCESS;
 }
 
 static inline void ompi_osc_ucxx_epoch_unlock_done(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_tgt_clear(&module->peers[target], OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_EXCL |
-                                                        OSC_UCXX_TGT_NOCHECK | OSC_UCXX_TGT_BUSY);
+                                                        OSC_UCXX_TGT_NOCHECK | OSC_UCXX_TGT_BUSY |
+                                                        OSC_UCXX_TGT_MSGLOCK | OSC_UCXX_TGT_LAZY);
     ompi_osc_ucxx_add32(&module->nlocks, -1);
 }
 

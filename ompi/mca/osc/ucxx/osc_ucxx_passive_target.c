@@ -12,12 +12,20 @@
  *
  * The flushes are the completion primitives (osc_ucxx_complete.c) behind
  * the passive-target epoch checks.
+ *
+ * Where the target manages its lock (module->lock_kind
+ * OSC_UCXX_LOCKS_TARGET), a target whose lock word is not mapped here is
+ * locked, flushed and unlocked by messages (osc_ucxx_lazy.c: the request
+ * waits for the first operation that cannot be carried in it, a flush, or
+ * the unlock, which sends the release with it): its access word says
+ * OSC_UCXX_TGT_MSGLOCK, and its unlock leaves the usual way early.
  */
 
 #include "ompi_config.h"
 
 #include "osc_ucxx.h"
 #include "osc_ucxx_uam.h"
+#include "osc_ucxx_lockq.h"
 
 /* ------------------------------------------------------------------------- */
 /* Flushes (the primitives are in osc_ucxx_complete.c) */
@@ -29,17 +37,40 @@ static ompi_osc_ucxx_worker_t *flush_scope(ompi_osc_ucxx_view_t *view)
     return view->scope_thread ? ompi_osc_ucxx_worker_self() : NULL;
 }
 
+/* A flush with something to wait for: lock requests not sent yet go
+ * first (osc_ucxx_lazy.c; only where the target manages locks), then the
+ * primitive. */
+static __opal_attribute_noinline__ int flush_busy(ompi_osc_ucxx_module_t *module, int target,
+                                                  ompi_osc_ucxx_worker_t *only)
+{
+    int rc = OMPI_SUCCESS, r2;
+
+    if (OPAL_UNLIKELY(NULL != module->lazy_open)) {
+        rc = ompi_osc_ucxx_lazy_flush(module, target);
+    }
+    r2 = ompi_osc_ucxx_flush_links(module, target, only);
+    return OMPI_SUCCESS != rc ? rc : r2;
+}
+
 /* A flush is valid only inside a passive-target epoch on that target
  * (target -1: every target).  Inline in the flushes, with the epoch check
  * and the quiet case: a put + flush loop spends its time here. */
 static inline __opal_attribute_always_inline__ int
 flush_targets(ompi_osc_ucxx_view_t *view, int target)
 {
+    ompi_osc_ucxx_worker_t *only = flush_scope(view);
+    int rc = OMPI_SUCCESS;
+
     OSC_UCXX_NOT_IN_HANDLER();
     if (!ompi_osc_ucxx_epoch_passive(view->core, target)) {
         return OMPI_ERR_RMA_SYNC;
     }
-    int rc = ompi_osc_ucxx_flush_before(view->core, target, flush_scope(view), false);
+    /* (operations carried in a lock request not sent yet are never quiet) */
+    if (NULL == view->core->lazy_open && ompi_osc_ucxx_flush_quiet(view->core, target, only)) {
+        opal_atomic_mb();  /* stores through mappings are complete once visible */
+    } else {
+        rc = flush_busy(view->core, target, only);
+    }
     ompi_osc_ucxx_uam_sync(view->core, target, false);
     return rc;
 }
@@ -110,11 +141,29 @@ int ompi_osc_ucxx_lock(int lock_type, int target, int assert, struct ompi_win_t 
     return rc;
 }
 
+/* MPI_Win_unlock without a lock word to release here: MPI_MODE_NOCHECK
+ * (nothing to release), or a lock by messages (its release carries the
+ * epoch or follows it: osc_ucxx_lazy.c). */
+static __opal_attribute_noinline__ int unlock_unchecked(ompi_osc_ucxx_module_t *module,
+                                                        int target)
+{
+    int rc;
+
+    if (module->peers[target].access & OSC_UCXX_TGT_MSGLOCK) {
+        rc = ompi_osc_ucxx_lazy_unlock(module, target);
+    } else {
+        rc = ompi_osc_ucxx_flush_before(module, target, NULL, false);
+        ompi_osc_ucxx_uam_sync(module, target, true);
+    }
+    ompi_osc_ucxx_epoch_unlock_done(module, target);
+    return rc;
+}
+
 int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     bool nocheck;
-    int type, rc, r2 = OMPI_SUCCESS;
+    int type, rc, r2;
     OSC_UCXX_NOT_IN_HANDLER();
 
     ompi_osc_ucxx_serve(module);
@@ -122,15 +171,16 @@ int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
+    if (OPAL_UNLIKELY(nocheck)) {
+        return unlock_unchecked(module, target);
+    }
     /* Our operations land before anyone else can take the lock; the lock
      * is released even when one of them failed.  (Released by a CPU
      * atomic, the flush needs no barrier of its own.) */
     rc = ompi_osc_ucxx_flush_before(module, target, NULL,
-                                    !nocheck && ompi_osc_ucxx_state_unlock_by_cpu(module, target));
+                                    ompi_osc_ucxx_state_unlock_by_cpu(module, target));
     ompi_osc_ucxx_uam_sync(module, target, true);
-    if (!nocheck) {
-        r2 = ompi_osc_ucxx_state_unlock(module, target, type);
-    }
+    r2 = ompi_osc_ucxx_state_unlock(module, target, type);
     ompi_osc_ucxx_epoch_unlock_done(module, target);
     return OMPI_SUCCESS != rc ? rc : r2;
 }
@@ -149,15 +199,19 @@ int ompi_osc_ucxx_lock_all(int assert, struct ompi_win_t *win)
 int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
-    int rc, r2;
+    int r0, rc, r2;
     OSC_UCXX_NOT_IN_HANDLER();
 
     ompi_osc_ucxx_serve(module);
     if (OSC_UCXX_EPOCH_LOCK_ALL != ompi_osc_ucxx_epoch_kind(module)) {
         return OMPI_ERR_RMA_SYNC;
     }
+    /* (locks by messages: released together, each behind its epoch) */
+    r0 = OPAL_UNLIKELY(OSC_UCXX_LOCKS_TARGET == module->lock_kind)
+             ? ompi_osc_ucxx_lazy_unlock_all(module)
+             : OMPI_SUCCESS;
     rc = ompi_osc_ucxx_flush_before(module, -1, NULL, false);
     ompi_osc_ucxx_uam_sync(module, -1, true);
     r2 = ompi_osc_ucxx_epoch_end(module);  /* releases the shared locks taken */
-    return OMPI_SUCCESS != rc ? rc : r2;
+    return OMPI_SUCCESS != r0 ? r0 : OMPI_SUCCESS != rc ? rc : r2;
 }

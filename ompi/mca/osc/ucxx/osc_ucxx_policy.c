@@ -22,10 +22,21 @@
  *   - how UCX applies atomics in each process (OSC_UCXX.device_atomics, in
  *     the creation exchange).
  * From them, the same on every process:
- *   - state words (lock, complete, fence, dyn_gen): CPU atomics where every
+ *   - state words (complete, fence, dyn_gen): CPU atomics where every
  *     process maps every other's state (no UCX atomic then ever touches
  *     them), else UCX atomics for everybody, the owner included through its
  *     link to itself (osc_ucxx_state.c);
+ *   - the lock protocol (lock_kind): one-sided, with the state words' CPU
+ *     atomics where every process maps every other's state, or with UCX
+ *     atomics where every process's UCX applies them with a device (an
+ *     RDMA network: the target's CPU stays out of it); managed by the
+ *     target otherwise (osc_ucxx_lockq.c): where UCX applies atomics with
+ *     the CPU and some peer does not map the word, UCX emulates each
+ *     atomic with messages the target's CPU serves anyway, and a lock
+ *     request that carries a short epoch does all of it in one round trip.
+ *     Its word then takes CPU atomics only (the owner's and those of the
+ *     peers that map it), which is also what keeps locks exclusive where
+ *     the processes' UCX apply atomics differently;
  *   - the fence barrier through state segments only with CPU state words;
  *   - single elements of acc_single_intrinsic handles: one lock-free CPU
  *     atomic where every process maps all of every other's window memory;
@@ -79,33 +90,42 @@ static uint8_t single_kind(ompi_osc_ucxx_module_t *module, bool on_node, uint32_
     return OSC_UCXX_SINGLE_UCX;
 }
 
-/* Where UCX atomics change state words and the processes' UCX apply them
- * differently, nothing keeps them atomic with each other: say so once. */
-static void warn_modes(ompi_osc_ucxx_module_t *module)
+/* Who changes the lock words (the comment at the top says why). */
+static uint8_t lock_kind(const ompi_osc_ucxx_module_t *module)
 {
-    static bool warned = false;
+    if (module->state_cpu) return OSC_UCXX_LOCKS_CPU;
+    if (OSC_UCXX_MODES_DEVICE == module->ucx_modes) return OSC_UCXX_LOCKS_UCX;
+    return OSC_UCXX_LOCKS_TARGET;
+}
 
+/* Processes whose UCX apply atomics differently keep no UCX atomic on one
+ * word atomic with another: no word is shared by them then (locks by the
+ * target, PSCW completions by notices, single elements by the stripes;
+ * fence and detach counts have one writer).  Said for diagnostics. */
+static void note_modes(ompi_osc_ucxx_module_t *module)
+{
     if (module->state_cpu || !modes_differ(module)) return;
-    OSC_UCXX_VERBOSE(1, "window %u: the processes' UCX apply atomics differently: locks may "
-                     "not exclude each other", module->cid);
-    if (warned) return;
-    warned = true;
-    opal_show_help("help-osc-ucxx.txt", "atomic modes differ", true);
+    OSC_UCXX_VERBOSE(1, "window %u: the processes' UCX apply atomics differently: locks "
+                     "managed by the target, single elements by the stripes", module->cid);
 }
 
 int ompi_osc_ucxx_policy_agree(ompi_osc_ucxx_module_t *module)
 {
     static const char *kinds[] = {"the stripe locks", "CPU atomics", "UCX atomics"};
+    static const char *locks[] = {"one-sided by CPU atomics", "one-sided by UCX atomics",
+                                  "managed by the target"};
     bool on_node = module->on_node;
     uint32_t all = on_node ? maps_of(module) : 0;
 
     module->state_cpu = 0 != (all & MAPS_STATES);
     module->fence_by_state = module->fence_by_state && module->state_cpu;
     module->single_kind = single_kind(module, on_node, all);
-    warn_modes(module);
-    OSC_UCXX_VERBOSE(10, "window %u: state words by %s atomics, acc_single_intrinsic singles "
-                     "by %s (every process maps %s)", module->cid,
-                     module->state_cpu ? "CPU" : "UCX", kinds[module->single_kind],
+    module->lock_kind = lock_kind(module);
+    note_modes(module);
+    OSC_UCXX_VERBOSE(10, "window %u: state words by %s atomics, locks %s, acc_single_intrinsic "
+                     "singles by %s (every process maps %s)", module->cid,
+                     module->state_cpu ? "CPU" : "UCX", locks[module->lock_kind],
+                     kinds[module->single_kind],
                      (all & MAPS_MEMORY) ? "all of every other's" : (all & MAPS_STATES)
                                                                       ? "every other's state"
                                                                       : "not every other's state");

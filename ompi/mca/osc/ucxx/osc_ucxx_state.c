@@ -11,13 +11,18 @@
  * fetch-and-add can overwrite a CPU store made between its read and its
  * write.  So each word is changed by one kind only, the same on every
  * process (agreed at creation):
- *   - lock, fence, dyn_gen: CPU atomics where every process of the
+ *   - fence, dyn_gen: CPU atomics where every process of the
  *     window maps every other's state segment (module->state_cpu); UCX
  *     atomics for everybody otherwise, the owner included (through its link
  *     to itself).  Never one kind for some targets and the other for the
  *     rest.  Plain loads of a word are fine either way; a peer's word that
  *     is not mapped here is read with a UCX get, never with a fetching add
  *     of 0 (a read-modify-write), and wait loops read.
+ *   - lock: as those where the window's locks are one-sided
+ *     (module->lock_kind: CPU or UCX atomics); where the target manages
+ *     them (OSC_UCXX_LOCKS_TARGET), CPU atomics only: the owner's, for
+ *     itself and for the origins that ask it by message, and those of the
+ *     peers that map the word.
  *   - acc_all, acc_locks: CPU only.  Only processes that map the window
  *     memory take them (the origin of an accumulate on mapped memory, or the
  *     target applying an accumulate message); others send their accumulates
@@ -180,11 +185,23 @@ static int lock_wait_no_writer(ompi_osc_ucxx_module_t *module, int target)
     return rc;
 }
 
+static ompi_osc_ucxx_lock_fn_t managed_lock, managed_unlock;
+
+void ompi_osc_ucxx_state_managed(ompi_osc_ucxx_lock_fn_t lock, ompi_osc_ucxx_lock_fn_t unlock)
+{
+    managed_lock = lock;
+    managed_unlock = unlock;
+}
+
 int ompi_osc_ucxx_state_lock_wait(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     uint64_t mine = (MPI_LOCK_EXCLUSIVE == type) ? OSC_UCXX_LOCK_EXCL : 1;
     uint64_t old;
     int rc;
+
+    if (OSC_UCXX_LOCKS_TARGET == module->lock_kind) {
+        return managed_lock(module, target, type);
+    }
 
     for (;;) {
         rc = lock_add(module, target, mine, &old);
@@ -218,11 +235,73 @@ bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target)
     return true;
 }
 
-int ompi_osc_ucxx_state_unlock_ucx(ompi_osc_ucxx_module_t *module, int target, int type)
+int ompi_osc_ucxx_state_unlock_slow(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     uint64_t delta = (MPI_LOCK_EXCLUSIVE == type) ? (uint64_t) -OSC_UCXX_LOCK_EXCL
                                                   : (uint64_t) -1;
+    if (OSC_UCXX_LOCKS_TARGET == module->lock_kind) {
+        return managed_unlock(module, target, type);
+    }
     return lock_add(module, target, delta, NULL);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Target-managed lock words: CPU atomics on a word mapped here.  While
+ * origins wait in the owner's queue (OSC_UCXX_LOCK_QUEUED), nobody but the
+ * owner granting them takes the lock, so the queue's order holds for every
+ * origin: those that map the word join the queue too when they find it
+ * taken or the bit set.  A compare-and-swap, never an add that is undone:
+ * a reader backing out would make the owner's grant of a writer fail with
+ * nobody left to tell it to look again. */
+
+static volatile uint64_t *tm_word(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(module, target);
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
+                        OSC_UCXX_AUDIT_CPU);
+    return NULL == state ? NULL : &state->lock.value;
+}
+
+bool ompi_osc_ucxx_state_tm_take(ompi_osc_ucxx_module_t *module, int target, int type,
+                                 bool for_queue)
+{
+    volatile uint64_t *word = tm_word(module, target);
+    bool excl = MPI_LOCK_EXCLUSIVE == type;
+    uint64_t old;
+
+    if (NULL == word) return false;
+    old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint64_t busy = excl ? (old & ~OSC_UCXX_LOCK_QUEUED) : (old & OSC_UCXX_LOCK_EXCL);
+        if (0 != busy || (!for_queue && 0 != (old & OSC_UCXX_LOCK_QUEUED))) {
+            return false;
+        }
+        if (__atomic_compare_exchange_n(word, &old, old + (excl ? OSC_UCXX_LOCK_EXCL : 1), false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            return true;
+        }
+    }
+}
+
+bool ompi_osc_ucxx_state_tm_release(ompi_osc_ucxx_module_t *module, int target, int type)
+{
+    volatile uint64_t *word = tm_word(module, target);
+    uint64_t old;
+
+    if (NULL == word) return false;
+    old = __atomic_fetch_sub(word, MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_LOCK_EXCL : 1,
+                             __ATOMIC_ACQ_REL);
+    return 0 != (old & OSC_UCXX_LOCK_QUEUED);
+}
+
+void ompi_osc_ucxx_state_tm_queued(ompi_osc_ucxx_module_t *module, bool queued)
+{
+    volatile uint64_t *word = tm_word(module, module->rank);
+    if (queued) {
+        (void) __atomic_fetch_or(word, OSC_UCXX_LOCK_QUEUED, __ATOMIC_ACQ_REL);
+    } else {
+        (void) __atomic_fetch_and(word, ~OSC_UCXX_LOCK_QUEUED, __ATOMIC_ACQ_REL);
+    }
 }
 
 /* ------------------------------------------------------------------------- */

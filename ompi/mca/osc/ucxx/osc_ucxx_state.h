@@ -28,9 +28,26 @@ static inline char *ompi_osc_ucxx_cpu_state(ompi_osc_ucxx_module_t *module, int 
 }
 
 /* Passive-target lock word of `target` (type MPI_LOCK_SHARED/EXCLUSIVE):
- * the protocol and the waits (osc_ucxx_state.c). */
+ * the protocol and the waits (osc_ucxx_state.c); where the target manages
+ * its lock (module->lock_kind), through the lock layer's functions. */
 int ompi_osc_ucxx_state_lock_wait(ompi_osc_ucxx_module_t *module, int target, int type);
-int ompi_osc_ucxx_state_unlock_ucx(ompi_osc_ucxx_module_t *module, int target, int type);
+int ompi_osc_ucxx_state_unlock_slow(ompi_osc_ucxx_module_t *module, int target, int type);
+
+/* Target-managed lock words (OSC_UCXX_LOCKS_TARGET): CPU atomics only, by
+ * the owner (for itself, and for the origins its queue grants:
+ * osc_ucxx_lockq.c) and by peers that map the word.  take: the lock if it
+ * is free now and nobody waits in the owner's queue (`for_queue`: the owner
+ * granting its queue's head, which may pass the waiters' bit); release:
+ * true if origins wait in the queue (the owner must look again).  queued:
+ * the owner's own word, while its queue holds origins. */
+bool ompi_osc_ucxx_state_tm_take(ompi_osc_ucxx_module_t *module, int target, int type,
+                                 bool for_queue);
+bool ompi_osc_ucxx_state_tm_release(ompi_osc_ucxx_module_t *module, int target, int type);
+void ompi_osc_ucxx_state_tm_queued(ompi_osc_ucxx_module_t *module, bool queued);
+/* The lock and release of a target-managed lock, which the lock layer gives
+ * at component init (osc_ucxx_lazy.c): the slow paths above call them. */
+typedef int (*ompi_osc_ucxx_lock_fn_t)(ompi_osc_ucxx_module_t *module, int target, int type);
+void ompi_osc_ucxx_state_managed(ompi_osc_ucxx_lock_fn_t lock, ompi_osc_ucxx_lock_fn_t unlock);
 
 /* ... with the uncontended CPU case inline, one atomic each way as osc/sm's
  * (shared: an add that finds no writer; exclusive: 0 to the writer bit;
@@ -69,7 +86,7 @@ static inline int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int
                                   __ATOMIC_ACQ_REL);
         return OMPI_SUCCESS;
     }
-    return ompi_osc_ucxx_state_unlock_ucx(module, target, type);
+    return ompi_osc_ucxx_state_unlock_slow(module, target, type);
 }
 
 /* Is `target`'s lock word released by a CPU atomic (release order: our

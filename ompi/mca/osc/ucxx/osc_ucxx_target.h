@@ -37,6 +37,9 @@ struct ompi_osc_ucxx_peer_t {
     /* Epoch state for this target (osc_ucxx_epoch.c), in the line of what
      * every operation reads with it */
     volatile int32_t access;       /* OSC_UCXX_TGT_* */
+    /* ... a lock held or being requested by messages (OSC_UCXX_TGT_MSGLOCK:
+     * its record, osc_ucxx_lazy.c) */
+    ompi_osc_ucxx_lazy_t *lazy;
     /* Its user memory (create and dynamic windows, not mapped) reached by
      * cross-memory attach: its pid, or 0 (UCX). */
     int32_t cma;

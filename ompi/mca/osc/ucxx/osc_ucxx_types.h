@@ -79,6 +79,8 @@ typedef struct ompi_osc_ucxx_shared_comm_t ompi_osc_ucxx_shared_comm_t;  /* wcom
 typedef struct ompi_osc_ucxx_audit_t ompi_osc_ucxx_audit_t;       /* audit.c */
 typedef struct ompi_osc_ucxx_pent_t ompi_osc_ucxx_pent_t;         /* ptab.c */
 typedef struct ompi_osc_ucxx_pmap_t ompi_osc_ucxx_pmap_t;         /* ptab.c */
+typedef struct ompi_osc_ucxx_lockq_t ompi_osc_ucxx_lockq_t;       /* lockq.c */
+typedef struct ompi_osc_ucxx_lazy_t ompi_osc_ucxx_lazy_t;         /* lazy.c */
 
 /* ------------------------------------------------------------------------- */
 /* Component                                                                 */
@@ -309,9 +311,12 @@ _Static_assert(OSC_UCXX_STATE(acc_locks) % 64 == 0 &&
                "stripe locks are 64 bytes apart, the post slots follow them");
 _Static_assert(OSC_UCXX_STATE(posts) % 64 == 0, "post slots start on a cache line");
 
-/* Lock word: readers count in the low 32 bits, a writer sets bit 32. */
+/* Lock word: readers count in the low 32 bits, a writer sets bit 32.
+ * Target-managed locks (osc_ucxx_lockq.c): the owner sets bit 40 while
+ * origins wait in its queue. */
 #define OSC_UCXX_LOCK_EXCL    (1ULL << 32)
 #define OSC_UCXX_LOCK_READERS 0xffffffffULL
+#define OSC_UCXX_LOCK_QUEUED  (1ULL << 40)
 
 /* Dynamic windows: a region attached here. */
 #define OSC_UCXX_MAX_RKEY 960

@@ -42,6 +42,7 @@
 
 #include "osc_ucxx_uam_internal.h"
 #include "osc_ucxx_dynamic.h"
+#include "osc_ucxx_lockq.h"
 #include "osc_ucxx.h"
 
 static OBJ_CLASS_INSTANCE(uam_am_t, opal_list_item_t, NULL, NULL);
@@ -581,6 +582,10 @@ static int issue(ompi_osc_ucxx_view_t *view, const ompi_osc_ucxx_am_args_t *a, i
     rc = ompi_osc_ucxx_op_begin(view, a->target, a->pdisp, a->pcount, a->p_dt, &t);
     if (OMPI_SUCCESS != rc || 0 == a->num_segments) {
         return rc;
+    }
+    if (OPAL_UNLIKELY(t.peer->access & OSC_UCXX_TGT_LAZY) &&
+        OMPI_SUCCESS != (rc = ompi_osc_ucxx_lazy_grant(module, t.rank))) {
+        return rc;   /* (the lock first: the target runs the handler in the epoch) */
     }
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor && t.rank == module->rank && a->pcount > 0 &&
         !ompi_osc_ucxx_dyn_contains(module, t.lo, t.hi)) {

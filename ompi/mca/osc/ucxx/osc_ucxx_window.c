@@ -639,8 +639,22 @@ static void module_construct(ompi_osc_ucxx_module_t *module)
     module->data_off = module->state_off = OSC_UCXX_SEG_NONE;
 }
 
+/* Higher layers' per-window state, dropped by the hooks they register at
+ * component init (the older calls up: docs/architecture.md). */
+#define OSC_UCXX_FREE_HOOKS 4
+static void (*free_hooks[OSC_UCXX_FREE_HOOKS])(ompi_osc_ucxx_module_t *module);
+
+void ompi_osc_ucxx_window_free_hook(void (*fn)(ompi_osc_ucxx_module_t *module))
+{
+    int i = 0;
+    while (i < OSC_UCXX_FREE_HOOKS - 1 && NULL != free_hooks[i] && fn != free_hooks[i]) ++i;
+    assert(NULL == free_hooks[i] || fn == free_hooks[i]);  /* (grow the list with the hooks) */
+    free_hooks[i] = fn;
+}
+
 static void module_destruct(ompi_osc_ucxx_module_t *module)
 {
+    for (int i = 0; i < OSC_UCXX_FREE_HOOKS && NULL != free_hooks[i]; ++i) free_hooks[i](module);
     ompi_osc_ucxx_uam_release(module);  /* before the links its messages use */
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */

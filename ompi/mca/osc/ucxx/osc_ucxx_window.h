@@ -27,6 +27,15 @@ enum {
     OSC_UCXX_SINGLE_UCX       /* one UCX atomic, by every process, the owner too */
 };
 
+/* Who changes a window's passive-target lock words: one protocol per
+ * window, agreed at creation (osc_ucxx_policy.c). */
+enum {
+    OSC_UCXX_LOCKS_CPU,       /* one-sided, CPU atomics (every process maps every state) */
+    OSC_UCXX_LOCKS_UCX,       /* one-sided, UCX atomics (a device applies them everywhere) */
+    OSC_UCXX_LOCKS_TARGET     /* the target's CPU, queued (messages; osc_ucxx_lockq.c), and
+                               * the CPU atomics of peers that map the word */
+};
+
 /* The UCX atomics of the processes of a window (creation exchange):
  * applied by a device somewhere, by the CPU somewhere. */
 #define OSC_UCXX_MODES_DEVICE 0x1
@@ -113,6 +122,7 @@ struct ompi_osc_ucxx_module_t {
      * single_kind names (OSC_UCXX_SINGLE_*). */
     bool state_cpu;
     uint8_t single_kind;
+    uint8_t lock_kind;              /* OSC_UCXX_LOCKS_*: the lock words' protocol */
     uint8_t ucx_modes;              /* OSC_UCXX_MODES_* of the processes (exchange) */
     ompi_osc_ucxx_audit_t *audit;   /* the atomics audit's records, if on */
 
@@ -137,6 +147,14 @@ struct ompi_osc_ucxx_module_t {
     bool am_interleave;
     int am_nhints;
     struct { int rank; uint64_t bytes; } *am_hints;
+
+    /* Target-managed locks (lock_kind OSC_UCXX_LOCKS_TARGET): the queue of
+     * origins waiting for ours (osc_ucxx_lockq.c, made on first use), and
+     * the epochs on targets whose lock request is still being built here
+     * (osc_ucxx_lazy.c). */
+    ompi_osc_ucxx_lockq_t *volatile lockq;
+    ompi_osc_ucxx_lazy_t *lazy_open;   /* requests not sent yet */
+    ompi_osc_ucxx_lazy_t *lazy_spare;  /* a record kept for the next epoch */
 
     /* Epochs (osc_ucxx_epoch.c owns every field here and in each peer's
      * epoch part; its file comment says who may change what when). */
@@ -247,6 +265,9 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win);
 ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool original);
 void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective);
 void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
+/* A higher layer's part in freeing a core (registered at component init,
+ * called first when the core goes). */
+void ompi_osc_ucxx_window_free_hook(void (*fn)(ompi_osc_ucxx_module_t *module));
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
 /* Info keys subscribed in one pass (osc_ucxx_info.c): key, default value
  * and callback of each, as for opal_infosubscribe_subscribe.  The probe

@@ -1,0 +1,152 @@
+/*
+ * lock_rtt: a short passive-target epoch to another host costs one round
+ * trip of the wire (issue 51; docs/synchronization.md, "Passive target").
+ *
+ * Rank 0 times, to every other rank and on every window flavor, 20 times
+ * each:
+ *   - MPI_Win_lock(EXCLUSIVE) + an 8-byte MPI_Put + MPI_Win_unlock;
+ *   - MPI_Win_lock(SHARED) + an 8-byte MPI_Get + MPI_Win_unlock;
+ *   - MPI_Win_lock(SHARED) + an 8-byte MPI_Accumulate(MPI_SUM) + unlock;
+ * while the target waits in MPI_Barrier.  The values are checked always:
+ * the get returns what the target stored, the target finds the last put
+ * and the sum of the accumulates.  With a wire with latency (run-tests.sh
+ * sets TU_DELAY_US from test/hosts.sh --delay) and a target on another
+ * host, the fastest epoch of each kind must take less than 1.5 times the
+ * fastest MPI ping-pong to that rank (the lock request carries the epoch:
+ * one round trip; the protocol before took three) on allocated and created
+ * windows; dynamic windows resolve each operation's range first (their
+ * times are printed, not bounded here).
+ */
+#include "testutil.h"
+
+#define REPS 20
+
+enum { PUT_SLOT, GET_SLOT, ACC_SLOT, NSLOTS };
+enum { K_PUT, K_GET, K_ACC, NKINDS };
+static const char *kind_names[NKINDS] = {"lock + put + unlock", "lock + get + unlock",
+                                         "lock + accumulate + unlock"};
+
+static uint64_t stamp(const tu_win_t *w, int peer, int i)
+{
+    return ((uint64_t) (w->flavor + 1) << 48) | ((uint64_t) peer << 32) | (uint64_t) (i + 1);
+}
+
+/* One epoch of `kind` from rank 0 to `peer`, timed. */
+static double epoch(tu_win_t *w, int kind, int peer, int i)
+{
+    uint64_t v = stamp(w, peer, i), got = 0, one = 1;
+    double t0 = MPI_Wtime(), t;
+
+    switch (kind) {
+    case K_PUT:
+        TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w->win));
+        TU_MPI(MPI_Put(&v, 1, MPI_UINT64_T, peer, tu_disp(w, peer, PUT_SLOT), 1, MPI_UINT64_T,
+                       w->win));
+        TU_MPI(MPI_Win_unlock(peer, w->win));
+        break;
+    case K_GET:
+        TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w->win));
+        TU_MPI(MPI_Get(&got, 1, MPI_UINT64_T, peer, tu_disp(w, peer, GET_SLOT), 1, MPI_UINT64_T,
+                       w->win));
+        TU_MPI(MPI_Win_unlock(peer, w->win));
+        break;
+    default:
+        TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w->win));
+        TU_MPI(MPI_Accumulate(&one, 1, MPI_UINT64_T, peer, tu_disp(w, peer, ACC_SLOT), 1,
+                              MPI_UINT64_T, MPI_SUM, w->win));
+        TU_MPI(MPI_Win_unlock(peer, w->win));
+        break;
+    }
+    t = MPI_Wtime() - t0;
+    if (K_GET == kind) {
+        TU_CHECK(got == stamp(w, peer, 1000), "%s window: get from rank %d returned %llx, "
+                 "expected %llx", tu_flavor_names[w->flavor], peer, (unsigned long long) got,
+                 (unsigned long long) stamp(w, peer, 1000));
+    }
+    return t;
+}
+
+/* The target's view after rank 0's epochs. */
+static void check_target(tu_win_t *w, int me)
+{
+    uint64_t *mem = (uint64_t *) w->base, put, acc;
+
+    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w->win));
+    put = ((volatile uint64_t *) mem)[PUT_SLOT];
+    acc = ((volatile uint64_t *) mem)[ACC_SLOT];
+    TU_MPI(MPI_Win_unlock(me, w->win));
+    TU_CHECK(put == stamp(w, me, REPS - 1), "%s window: rank %d holds %llx after rank 0's "
+             "puts, expected %llx", tu_flavor_names[w->flavor], me, (unsigned long long) put,
+             (unsigned long long) stamp(w, me, REPS - 1));
+    TU_CHECK(acc == REPS, "%s window: rank %d's sum is %llu after %d accumulates of 1",
+             tu_flavor_names[w->flavor], me, (unsigned long long) acc, REPS);
+}
+
+static void check_time(const tu_win_t *w, int kind, int peer, double best, double rtt,
+                       double delay_us)
+{
+    double rt = best / rtt;
+
+    printf("%s window, %s to rank %d (another host): fastest %.1f us = %.2f round trips "
+           "(ping-pong %.1f us, one-way delay %.0f us)\n", tu_flavor_names[w->flavor],
+           kind_names[kind], peer, best * 1e6, rt, rtt * 1e6, delay_us);
+    TU_CHECK(best >= 2e-6 * delay_us, "%s window: %s to rank %d took %.1f us < 2 x the delay: "
+             "it did not cross the wire", tu_flavor_names[w->flavor], kind_names[kind], peer,
+             best * 1e6);
+    if (TU_DYNAMIC == w->flavor) return;
+    TU_CHECK(rt < 1.5, "%s window: %s to rank %d took %.2f round trips (%.1f us, ping-pong "
+             "%.1f us): more than one", tu_flavor_names[w->flavor], kind_names[kind], peer, rt,
+             best * 1e6, rtt * 1e6);
+}
+
+static void run_flavor(int f, int me, int np, MPI_Comm node, const double *rtt, double delay_us)
+{
+    tu_win_t w;
+
+    tu_win_create(f, NSLOTS * sizeof(uint64_t), sizeof(uint64_t), MPI_INFO_NULL,
+                  MPI_COMM_WORLD, &w);
+    TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, w.win));
+    ((volatile uint64_t *) w.base)[GET_SLOT] = stamp(&w, me, 1000);
+    TU_MPI(MPI_Win_unlock(me, w.win));
+    TU_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    for (int peer = 1; peer < np; peer++) {
+        int remote = !tu_on_my_node(MPI_COMM_WORLD, node, peer);
+        for (int kind = 0; kind < NKINDS && 0 == me; kind++) {
+            double best = 1e9;
+            for (int i = 0; i < REPS; i++) {
+                double t = epoch(&w, kind, peer, i);
+                if (t < best) best = t;
+            }
+            if (remote && delay_us > 0) check_time(&w, kind, peer, best, rtt[peer], delay_us);
+        }
+        TU_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        if (me == peer) check_target(&w, me);
+    }
+    tu_win_free(&w);
+}
+
+int main(int argc, char **argv)
+{
+    int me, np, spans;
+    const char *env = getenv("TU_DELAY_US");
+    double delay_us = env ? atof(env) : 0, *rtt;
+    MPI_Comm node;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    node = tu_node_comm(MPI_COMM_WORLD, &spans);
+    rtt = calloc(np, sizeof(*rtt));
+    for (int peer = 1; peer < np; peer++) {
+        rtt[peer] = tu_fastest_pingpong(me, peer, REPS, 0);
+        TU_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    for (int f = 0; f < TU_NFLAVORS; f++) {
+        if (tu_flavor_or_all(f)) run_flavor(f, me, np, node, rtt, delay_us);
+    }
+    free(rtt);
+    MPI_Comm_free(&node);
+    int rc = tu_finish("lock_rtt");
+    MPI_Finalize();
+    return rc;
+}
