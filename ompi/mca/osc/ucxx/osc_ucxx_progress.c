@@ -32,7 +32,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
-#include "ompi/mca/rte/rte.h"
+#include "ompi/proc/proc.h"   /* ompi_process_info (the runtime's header: 4.1 and 5.0) */
 
 #include "osc_ucxx_worker.h"
 
