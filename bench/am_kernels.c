@@ -318,8 +318,13 @@ static int parse_opts(int argc, char **argv)
     }
     if (!strcmp(O.amode, "thread") || !strcmp(O.amode, "poll")) {
         setenv("OMPI_MCA_osc_ucxx_progress_thread", "1", 1);
-        setenv("OMPI_MCA_osc_ucxx_progress_thread_wait", strcmp(O.amode, "poll") ? "1" : "0",
-               1);
+        if (!strcmp(O.amode, "poll")) {   /* (osc/ucxx's internal setting: the thread polls) */
+            const char *old = getenv("OSC_UCXX_TEST_TUNE");
+            char tune[512];
+            snprintf(tune, sizeof(tune), "%s%sprogress_wait=0", old ? old : "",
+                     old && *old ? "," : "");
+            setenv("OSC_UCXX_TEST_TUNE", tune, 1);
+        }
     }
     if (!strcmp(O.tls, "tcp")) {
         setenv("UCX_TLS", "tcp,self", 1);

@@ -3,8 +3,9 @@
  * 2 segments each) under a shared lock right after a barrier, flushes, and
  * measures the time from the barrier to the flush's return, while rank 1
  * sleeps 1 s outside MPI.  With the progress thread (--progress-thread,
- * --progress-wait) or origin computation (allocate/shared windows on one
- * node) the flush should return during the sleep, else after it.  An
+ * --progress-wait, and by default when the target is on another node) or
+ * origin computation (allocate/shared windows on one node) the flush should
+ * return during the sleep, else after it.  An
  * MPIX_Ram issued first is completed by MPI_Wait (time printed too).  The times
  * are PRINTED, never gated: the test fails only on wrong outputs, wrong
  * counters at the target, or a hang (watchdog).  Window flavors: create and
@@ -100,9 +101,11 @@ int main(int argc, char **argv)
     tu_watchdog("am_progress", (unsigned) tu_opt_long(argc, argv, "--timeout", 60));
     if (0 == rank) {
         const char *pt = getenv("OMPI_MCA_osc_ucxx_progress_thread"),
-                   *pw = getenv("OMPI_MCA_osc_ucxx_progress_thread_wait");
+                   *tune = getenv("OSC_UCXX_TEST_TUNE");
         printf("am_progress: progress thread %s, origin computation %s\n",
-               pt && !strcmp(pt, "1") ? (pw && !strcmp(pw, "1") ? "on (wait)" : "on (poll)") : "off",
+               pt && !strcmp(pt, "1") ? (tune && strstr(tune, "progress_wait=0") ? "on (poll)"
+                                                                             : "on (wait)")
+                                      : "default (on when a peer is on another node)",
                ux_origin_compute_on() ? "on" : "off");
     }
     pids = malloc(nprocs * sizeof(int));

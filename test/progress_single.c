@@ -6,8 +6,9 @@
  *
  * Usage: progress_single [--progress-thread] [--spin] [--multiple] [-i iters]
  *                        [-c rounds] [--timeout s]
- *   --progress-thread  set OMPI_MCA_osc_ucxx_progress_thread=1 (before MPI_Init)
- *   --spin             and osc_ucxx_progress_thread_interval=0 (never sleeps)
+ *   --progress-thread  set OMPI_MCA_osc_ucxx_progress_thread=1 (before MPI_Init),
+ *                      the thread polling (internal setting progress_wait=0)
+ *   --spin             and never napping (progress_interval=0)
  *   --multiple         MPI_Init_thread(MPI_THREAD_MULTIPLE) instead of MPI_Init
  *                      (the application still uses one thread)
  *   -c                 rounds of C (default iters / 4 + 2)
@@ -201,10 +202,11 @@ static void phase_c(tu_win_t *w, int flavor, const char *fl, short *sv, int *iv)
 
 int main(int argc, char **argv)
 {
-    if (tu_opt_flag(argc, argv, "--progress-thread"))
+    if (tu_opt_flag(argc, argv, "--progress-thread")) {
         setenv("OMPI_MCA_osc_ucxx_progress_thread", "1", 1);
-    if (tu_opt_flag(argc, argv, "--spin"))
-        setenv("OMPI_MCA_osc_ucxx_progress_thread_interval", "0", 1);
+        tu_tune("progress_wait=0");
+    }
+    if (tu_opt_flag(argc, argv, "--spin")) tu_tune("progress_interval=0");
     if (tu_opt_flag(argc, argv, "--multiple")) {
         int provided;
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);

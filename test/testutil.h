@@ -468,8 +468,10 @@ static inline void tu_watchdog(const char *name, unsigned seconds)
  * turned into MCA parameters through the environment:
  *   --no-origin-compute  osc_ucxx_am_origin_compute=0 (handlers run at the target)
  *   --no-sysbuf          osc_ucxx_am_sysbuf=0 (no internal buffers: user buffers only)
- *   --progress-thread    osc_ucxx_progress_thread=1
- *   --progress-wait      the same thread, blocking in ucp_worker_wait
+ *   --progress-thread    osc_ucxx_progress_thread=1, polling (the internal
+ *                        setting progress_wait=0, tu_tune)
+ *   --progress-wait      osc_ucxx_progress_thread=1 as it runs by default:
+ *                        sleeping on the UCX worker's event fd
  * Other arguments are left to the test.
  * tu_am_epoch_open/close: one access epoch of a kind (TU_EP_*) to a set of
  * targets; fence is collective (opened by fence(0), closed by
@@ -484,9 +486,9 @@ static inline void tu_am_args(int argc, char **argv)
             setenv("OMPI_MCA_osc_ucxx_am_sysbuf", "0", 1);
         } else if (0 == strcmp(argv[i], "--progress-thread")) {
             setenv("OMPI_MCA_osc_ucxx_progress_thread", "1", 1);
+            tu_tune("progress_wait=0");
         } else if (0 == strcmp(argv[i], "--progress-wait")) {
             setenv("OMPI_MCA_osc_ucxx_progress_thread", "1", 1);
-            setenv("OMPI_MCA_osc_ucxx_progress_thread_wait", "1", 1);
         }
     }
 }

@@ -65,6 +65,8 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .keep_comm = true,
     .comm_windows = 32768,
     .peer_cap = 1024,
+    .progress_wait = true,
+    .progress_interval_us = 20,
     .progress_efd = -1,
     .progress_wake_fd = -1,
 };
@@ -111,6 +113,8 @@ static const tunable_t tunables[] = {
     {"keep_comm", 'b', &OSC_UCXX.keep_comm},
     {"comm_windows", 'u', &OSC_UCXX.comm_windows},
     {"peer_cap", 'i', &OSC_UCXX.peer_cap},
+    {"progress_wait", 'b', &OSC_UCXX.progress_wait},       /* 0: the thread polls */
+    {"progress_interval", 'i', &OSC_UCXX.progress_interval_us},  /* ... napping this long */
 };
 
 static void tune_one(const char *name, size_t len, const char *value)
@@ -141,6 +145,28 @@ static void tune_from_environment(void)
     }
 }
 
+/* osc_ucxx_progress_thread: auto, off or on (or -1, 0, 1). */
+static void progress_thread_param(void)
+{
+    static const mca_base_var_enum_value_t values[] = {
+        {-1, "auto"}, {0, "off"}, {1, "on"}, {0, NULL}};
+    mca_base_var_enum_t *names = NULL;
+
+    (void) mca_base_var_enum_create("osc_ucxx_progress_thread", values, &names);
+    (void) mca_base_component_var_register(
+        &mca_osc_ucxx_component.super.osc_version, "progress_thread",
+        "A thread that serves peers while this process computes outside MPI, so that what "
+        "this process's CPU must carry out (RMA, accumulates and active messages from "
+        "processes on other nodes, which UCX sends as messages) completes without waiting "
+        "for the application to call MPI. It sleeps until a peer's message arrives (on UCX's "
+        "event descriptor; it polls only where UCX has none): no CPU while no peer targets "
+        "this process. With it UCX runs thread-safe, at any MPI thread level. auto: on when "
+        "some process of the job runs on another node; off; on",
+        MCA_BASE_VAR_TYPE_INT, names, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &OSC_UCXX.progress_thread);
+    if (NULL != names) OBJ_RELEASE(names);
+}
+
 static int component_register(void)
 {
     /* Below osc/ucx (60) unless asked for: `--mca osc ucxx` selects us whatever
@@ -165,26 +191,8 @@ static int component_register(void)
           MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
           &OSC_UCXX.per_thread_workers);
 
-    OSC_UCXX.progress_thread = false;
-    param("progress_thread",
-          "Start a thread that serves peers while this process computes outside MPI, so "
-          "that operations the target's CPU must carry out (UCX's emulated RMA, accumulates "
-          "and active messages sent as messages) complete without waiting for it",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.progress_thread);
-
-    OSC_UCXX.progress_interval_us = 20;
-    param("progress_thread_interval",
-          "Microseconds the progress thread sleeps after a pass that found nothing to do",
-          MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.progress_interval_us);
-
-    OSC_UCXX.progress_wait = false;
-    param("progress_thread_wait",
-          "The progress thread blocks in the kernel until a peer's message or emulated "
-          "operation arrives, instead of polling: no CPU while idle",
-          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-          &OSC_UCXX.progress_wait);
+    OSC_UCXX.progress_thread = -1;
+    progress_thread_param();
 
     /* 256: runs of up to 256 B take one stripe, and a 4 KiB array still
      * spreads over 16 of the 32 stripes. */
@@ -315,7 +323,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     opal_hash_table_init(&OSC_UCXX.peer_addrs, 256);
     opal_hash_table_init(&OSC_UCXX.windows, 64);
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
-    OSC_UCXX.mt = enable_mpi_threads || OSC_UCXX.progress_thread;
+    OSC_UCXX.mt = enable_mpi_threads || ompi_osc_ucxx_progress_thread_wanted();
     ompi_osc_ucxx_info_probe();
     OSC_UCXX.acc_vector_used = acc_vector_bytes(OSC_UCXX.acc_vector);
     messages_init();

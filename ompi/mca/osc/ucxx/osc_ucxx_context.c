@@ -203,7 +203,7 @@ ucs_thread_mode_t ompi_osc_ucxx_thread_mode(void)
 {
     int provided = ompi_mpi_thread_provided;
 
-    if (MPI_THREAD_MULTIPLE == provided || OSC_UCXX.progress_thread) {
+    if (MPI_THREAD_MULTIPLE == provided || ompi_osc_ucxx_progress_thread_wanted()) {
         return UCS_THREAD_MODE_MULTI;
     }
     return MPI_THREAD_SERIALIZED == provided ? UCS_THREAD_MODE_SERIALIZED
@@ -220,7 +220,7 @@ int ompi_osc_ucxx_ucp_create(ucp_context_h *context)
     ucp_params_t params;
     ucp_config_t *config;
     ucs_status_t status;
-    bool progress_wait = OSC_UCXX.progress_wait && OSC_UCXX.progress_thread;
+    bool progress_wait = OSC_UCXX.progress_wait && ompi_osc_ucxx_progress_thread_wanted();
 
     status = ucp_config_read("MPI", NULL, &config);
     if (UCS_OK != status) {
@@ -266,9 +266,10 @@ static int context_init_locked(void)
     ucp_worker_h made = ahead.worker;
     int rc;
 
-    OSC_UCXX.mt = OSC_UCXX.mt || opal_using_threads() || OSC_UCXX.progress_thread;
+    OSC_UCXX.mt = OSC_UCXX.mt || opal_using_threads() ||
+                  ompi_osc_ucxx_progress_thread_wanted();
     OSC_UCXX.thread_mode = ompi_osc_ucxx_thread_mode();
-    OSC_UCXX.progress_wait = OSC_UCXX.progress_wait && OSC_UCXX.progress_thread;
+    OSC_UCXX.progress_wait = OSC_UCXX.progress_wait && ompi_osc_ucxx_progress_thread_wanted();
     OSC_UCXX.context = ahead.context;
     ahead.context = NULL;
     ahead.worker = NULL;

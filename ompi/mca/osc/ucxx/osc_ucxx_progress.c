@@ -8,7 +8,11 @@
  * Peers connect to one worker per process, the main worker, which
  * opal_progress drives, so a target serves emulated operations and active
  * messages whenever it is anywhere in MPI; the progress thread serves them
- * while the application computes outside MPI.  Work that UCX callbacks may
+ * while the application computes outside MPI.  It runs by default where a
+ * peer's operations need this process's CPU: when some process of the job
+ * is on another node (nothing of ours is mapped there, so UCX carries
+ * every operation to us as a message); then it sleeps on the main worker's
+ * event fd while nothing arrives.  Work that UCX callbacks may
  * not do themselves (send, wait, run a handler) is deferred to the message
  * layer's queue (osc_ucxx_am.c), which progress drains outside every
  * callback through the hook that layer gives (ompi_osc_ucxx_progress_drain).
@@ -22,10 +26,13 @@
 
 #include "ompi_config.h"
 
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+
+#include "ompi/proc/proc.h"   /* ompi_process_info (the runtime's header: 4.1 and 5.0) */
 
 #include "osc_ucxx_worker.h"
 
@@ -45,6 +52,12 @@ void ompi_osc_ucxx_progress_drain(int (*drain)(void))
 /* ------------------------------------------------------------------------- */
 /* The progress thread */
 
+/* While the application is inside MPI the thread naps between looks at
+ * app_polls, from NAP_MIN_NS doubling up to NAP_MAX_NS: how late at most it
+ * takes over when the application leaves MPI. */
+#define NAP_MIN_NS 200000L
+#define NAP_MAX_NS 1600000L
+
 /* Wait mode: sleep in the kernel until the main worker has an event or
  * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
  * queued because it is blocked (an AM waiting for another origin's handler
@@ -57,20 +70,24 @@ static void progress_wait_loop(void)
     struct epoll_event ev;
     uint64_t junk;
 
-    struct timespec nap = {0, 200000};
+    struct timespec nap = {0, NAP_MIN_NS};
     uint32_t polls = OSC_UCXX.app_polls - 1;
     int quiet = 0;
 
     while (!OSC_UCXX.progress_stop) {
         /* The application is inside MPI and progresses the worker itself:
          * stay out of its way (arming the worker while another thread
-         * progresses it was seen to stall TCP transfers for seconds). */
+         * progresses it was seen to stall TCP transfers for seconds), and
+         * look less often the longer it stays (a rank waiting in a long
+         * receive or barrier keeps no core busy for us). */
         if (polls != OSC_UCXX.app_polls) {
             polls = OSC_UCXX.app_polls;
             quiet = 0;
             nanosleep(&nap, NULL);
+            if (nap.tv_nsec < NAP_MAX_NS) nap.tv_nsec *= 2;
             continue;
         }
+        nap.tv_nsec = NAP_MIN_NS;
         int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
         n += ompi_osc_ucxx_deferred_drain();
         if (0 != n || ompi_osc_ucxx_deferred_pending() || ++quiet < 5) {
@@ -124,8 +141,9 @@ static bool progress_wait_setup(void)
     return true;
 }
 
-/* The optional progress thread: serves peers (emulated RMA, active
- * messages) while the application computes outside MPI. */
+/* The progress thread: serves peers (emulated RMA, active messages) while
+ * the application computes outside MPI.  Polling (progress_wait false) is
+ * a test hook, and the fallback where UCX gives no event fd. */
 static void *progress_thread_main(void *arg)
 {
     struct timespec pause = {0, 1000L * OSC_UCXX.progress_interval_us};
@@ -143,7 +161,49 @@ static void *progress_thread_main(void *arg)
     return NULL;
 }
 
-/* Progress joins opal_progress, and the progress thread starts if asked
+/* The thread, with the application's asynchronous signals blocked: they
+ * stay the application's threads' (a timer's signal that should interrupt
+ * its sleep, a handler that assumes its own thread); faults stay with the
+ * thread that faults.  Its CPU affinity is the creating thread's. */
+static bool progress_thread_create(void)
+{
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS};
+    sigset_t all, old;
+    int rc;
+
+    sigfillset(&all);
+    for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); ++i) {
+        sigdelset(&all, faults[i]);
+    }
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    rc = pthread_create(&OSC_UCXX.progress_tid, NULL, progress_thread_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (0 == rc) {
+        (void) pthread_setname_np(OSC_UCXX.progress_tid, "osc_ucxx_prog");
+    }
+    return 0 == rc;
+}
+
+/* osc_ucxx_progress_thread auto (-1): on when some process of the job is
+ * on another node, decided once, the first time anyone asks (MPI_Init:
+ * the thread mode of the first worker and the component's locks depend on
+ * it).  Peers on this node reach our memory mapped, or over shared memory
+ * that MPI calls serve soon enough; a peer on another node reaches it only
+ * through messages this process must serve.  Processes that a spawn or
+ * connect adds later are not counted. */
+bool ompi_osc_ucxx_progress_thread_wanted(void)
+{
+    if (OSC_UCXX.progress_thread < 0) {
+        uint32_t job = (uint32_t) ompi_process_info.num_procs;
+        uint32_t here = (uint32_t) opal_process_info.num_local_peers + 1;
+        OSC_UCXX.progress_thread = here < job ? 1 : 0;
+        OSC_UCXX_VERBOSE(10, "%u of the job's %u processes on this node: %s progress thread",
+                         here, job, OSC_UCXX.progress_thread ? "a" : "no");
+    }
+    return OSC_UCXX.progress_thread > 0;
+}
+
+/* Progress joins opal_progress, and the progress thread starts if wanted
  * (the main worker exists). */
 int ompi_osc_ucxx_progress_start(void)
 {
@@ -151,18 +211,20 @@ int ompi_osc_ucxx_progress_start(void)
         return OMPI_ERROR;
     }
     OSC_UCXX.progress_registered = true;
+    if (!ompi_osc_ucxx_progress_thread_wanted()) {
+        return OMPI_SUCCESS;
+    }
     if (OSC_UCXX.progress_wait && !progress_wait_setup()) {
         OSC_UCXX_VERBOSE(1, "no UCX event fd: the progress thread polls");
         OSC_UCXX.progress_wait = false;
     }
-    if (OSC_UCXX.progress_thread) {
-        OSC_UCXX.progress_stop = false;
-        if (0 == pthread_create(&OSC_UCXX.progress_tid, NULL, progress_thread_main, NULL)) {
-            OSC_UCXX.progress_running = true;
-            OSC_UCXX_VERBOSE(10, "progress thread started");
-        } else {
-            OSC_UCXX_VERBOSE(1, "could not start the progress thread; continuing without");
-        }
+    OSC_UCXX.progress_stop = false;
+    if (progress_thread_create()) {
+        OSC_UCXX.progress_running = true;
+        OSC_UCXX_VERBOSE(10, "progress thread started (%s)",
+                         OSC_UCXX.progress_wait ? "sleeps on the worker's event fd" : "polls");
+    } else {
+        OSC_UCXX_VERBOSE(1, "could not start the progress thread; continuing without");
     }
     return OMPI_SUCCESS;
 }

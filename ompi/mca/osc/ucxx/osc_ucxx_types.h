@@ -100,8 +100,9 @@ typedef struct ompi_osc_ucxx_component_t {
     int fence_by_flush;       /* ordering by endpoint flush: 1, 0, -1 auto (fence_link) */
     bool fence_barrier;       /* fences synchronize through state segments where they can */
     int max_rails;            /* UCX_MAX_RNDV_RAILS for our context (0: UCX's default) */
-    bool progress_thread;     /* serve peers from a thread of our own */
-    int progress_interval_us; /* its sleep when there was nothing to do */
+    int progress_thread;      /* serve peers from a thread of our own: 1, 0, -1 auto
+                               * (ompi_osc_ucxx_progress_thread_wanted) */
+    int progress_interval_us; /* its sleep when there was nothing to do (a test hook) */
     bool early_start;         /* bring UCX up during MPI_Init (osc_ucxx_early.c) */
     bool prefault;            /* populate peers' mapped chunks before large copies (comm.c) */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
@@ -109,7 +110,8 @@ typedef struct ompi_osc_ucxx_component_t {
     bool info_direct;         /* info keys subscribed in one pass (osc_ucxx_info.c) */
     unsigned comm_windows;    /* ... window ids on one shared communicator */
     int peer_cap;             /* peers that may hold state here at once (osc_ucxx_ptab.c) */
-    bool progress_wait;       /* ... blocking in the kernel (ucp_worker_wait) when idle */
+    bool progress_wait;       /* ... sleeping on the worker's event fd when idle (false:
+                               * polls, a test hook; also where UCX gives no fd) */
     /* Accumulates (osc_ucxx_accumulate.c, osc_ucxx_acc_am.c) */
     unsigned long acc_granularity;  /* stripe block bytes, unless the window's info says */
     unsigned long acc_hold;   /* bytes of target span one exclusion covers at most */

@@ -155,6 +155,9 @@ void ompi_osc_ucxx_rkeys_destroy(ompi_osc_ucxx_worker_t *worker);
 int ompi_osc_ucxx_progress(void);
 int ompi_osc_ucxx_progress_start(void);
 void ompi_osc_ucxx_progress_stop(void);
+/* Does this process run the progress thread (osc_ucxx_progress_thread;
+ * auto is decided once, from the job's layout)? */
+bool ompi_osc_ucxx_progress_thread_wanted(void);
 /* Wake the progress thread if it sleeps in the kernel (wait mode). */
 void ompi_osc_ucxx_progress_wake(void);
 /* Work UCX callbacks deferred (they may not send, wait or run handlers):
