@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * Window creation and destruction, info keys, views, and
- * MPI_Win_shared_query.  Creation is one collective exchange: each process's
+ * Window creation and destruction, views, and MPI_Win_shared_query (the
+ * info keys a window honours are in osc_ucxx_wininfo.c).  Creation is one collective exchange: each process's
  * window layout (where in its shared memory its window and state segment
  * lie), then, where some peer reaches memory through UCX, the packed rkeys,
  * and the worker addresses of peers some member cannot find otherwise (the
@@ -99,222 +99,6 @@ typedef struct {
 #define WIRE_IN_MODEX  0x04  /* its worker address and identity are in the modex */
 #define WIRE_MAPPABLE  0x08  /* peers on the node may map its shared memory, and it theirs */
 #define WIRE_FENCE     0x10  /* osc_ucxx_fence_barrier: all must agree to use it */
-
-/* ------------------------------------------------------------------------- */
-/* Info keys */
-
-static OMPI_OSC_UCXX_INFO_CB(info_no_locks)
-{
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE((struct ompi_win_t *) obj);
-    /* Only a promise from the application: locks still work if it breaks it. */
-    module->no_locks = opal_str_to_bool(value);
-    return module->no_locks ? "true" : "false";
-}
-
-/* Keys fixed at creation: report the value the window was built with. */
-static OMPI_OSC_UCXX_INFO_CB(info_same_size)
-{
-    return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->same_size ? "true" : "false";
-}
-
-static OMPI_OSC_UCXX_INFO_CB(info_same_disp_unit)
-{
-    return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->same_disp_unit ? "true" : "false";
-}
-
-/* mpi_accumulate_granularity (MPI 4.1): bytes of window one accumulate
- * lock covers, the same on every process; 0 or absent leaves it to us (the
- * osc_ucxx_acc_granularity parameter).  Rounded up to a power of two from 8
- * bytes to 1 GiB.  Fixed at creation. */
-static uint32_t shift_for(unsigned long bytes)
-{
-    uint32_t shift = 3;
-
-    while (shift < 30 && (1ul << shift) < bytes) shift++;
-    return shift;
-}
-
-static uint32_t granularity_shift(struct opal_info_t *info)
-{
-    unsigned long bytes = OSC_UCXX.acc_granularity;
-    char buf[32];
-    int flag = 0;
-
-    if (NULL != info &&
-        OPAL_SUCCESS == ompi_osc_ucxx_info_get(info, "mpi_accumulate_granularity", buf,
-                                               sizeof(buf), &flag) &&
-        flag && strtol(buf, NULL, 10) > 0) {
-        bytes = (unsigned long) strtol(buf, NULL, 10);
-    }
-    return shift_for(bytes);
-}
-
-/* Hints a user sets are reported as given when they are what the window
- * does, on both series (Open MPI 4.1 keeps the creation-time value itself;
- * 5.0 reports what these callbacks return): a granularity that rounds to
- * the block in use, an ordering the window keeps (it keeps all four). */
-static OMPI_OSC_UCXX_INFO_CB(info_granularity)
-{
-    static __thread char buf[24];
-    uint32_t shift = OSC_UCXX_MODULE((struct ompi_win_t *) obj)->acc_shift;
-
-    if (NULL != value && strtol(value, NULL, 10) > 0 &&
-        shift_for((unsigned long) strtol(value, NULL, 10)) == shift) {
-        return value;
-    }
-    snprintf(buf, sizeof(buf), "%lu", 1ul << shift);
-    return buf;
-}
-
-/* A comma-separated list of rar, raw, war and waw. */
-static bool ordering_list(const char *v)
-{
-    for (;;) {
-        if (0 != strncmp(v, "rar", 3) && 0 != strncmp(v, "raw", 3) &&
-            0 != strncmp(v, "war", 3) && 0 != strncmp(v, "waw", 3)) {
-            return false;
-        }
-        if ('\0' == v[3]) return true;
-        if (',' != v[3]) return false;
-        v += 4;
-    }
-}
-
-static OMPI_OSC_UCXX_INFO_CB(info_acc_ordering)
-{
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
-    view->acc_ordered = (NULL == value || 0 != strcmp(value, "none"));
-    if (!view->acc_ordered) return "none";
-    return (NULL != value && ordering_list(value)) ? value : "rar,raw,war,waw";
-}
-
-/* Accepted and reported; every op is correct whatever is promised. */
-static OMPI_OSC_UCXX_INFO_CB(info_acc_ops)
-{
-    if (NULL != value && (0 == strcmp(value, "same_op") || 0 == strcmp(value, "same_op_no_op"))) {
-        return value;
-    }
-    return "same_op_no_op";
-}
-
-/* The extension keys (mpix_ucxx.h), per handle. */
-static OMPI_OSC_UCXX_INFO_CB(info_scope)
-{
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
-    view->scope_thread = (NULL != value && 0 == strcmp(value, "thread"));
-    return view->scope_thread ? "thread" : "process";
-}
-
-static OMPI_OSC_UCXX_INFO_CB(info_order)
-{
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
-    view->ordered = (NULL != value && opal_str_to_bool(value));
-    return view->ordered ? "true" : "false";
-}
-
-/* The promise changes something where the window's single elements do not
- * take the stripes anyway (its agreed kind, osc_ucxx_policy.c). */
-static OMPI_OSC_UCXX_INFO_CB(info_single_intrinsic)
-{
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
-    bool promised = NULL != value && opal_str_to_bool(value);
-    view->single_kind = promised ? view->core->single_kind : OSC_UCXX_SINGLE_STRIPES;
-    return promised ? "true" : "false";
-}
-
-/* Active-message keys (osc_ucxx_uam.c): ordering and pipeline unit per
- * handle; the interleave promise is the core's, fixed at creation. */
-static OMPI_OSC_UCXX_INFO_CB(info_am_ordering)
-{
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
-    static const struct { const char *name; uint8_t bit; } kinds[] = {
-        {"sameop", OSC_UCXX_AM_ORDER_SAMEOP}, {"diffop", OSC_UCXX_AM_ORDER_DIFFOP},
-        {"sameam", OSC_UCXX_AM_ORDER_SAMEAM}};
-    static __thread char shown[32];
-    uint8_t mask = 0;
-
-    if (NULL == value) {
-        mask = OSC_UCXX_AM_ORDER_ALL;
-    } else if (0 != strcmp(value, "none")) {
-        for (int i = 0; i < 3; ++i) {
-            if (NULL != strstr(value, kinds[i].name)) mask |= kinds[i].bit;
-        }
-        if (0 == mask) mask = OSC_UCXX_AM_ORDER_ALL;   /* nothing we know: the default */
-    }
-    view->am_order = mask;
-    shown[0] = '\0';
-    for (int i = 0; i < 3; ++i) {
-        if (mask & kinds[i].bit) {
-            if (shown[0]) strcat(shown, ",");
-            strcat(shown, kinds[i].name);
-        }
-    }
-    return shown[0] ? shown : "none";
-}
-
-static OMPI_OSC_UCXX_INFO_CB(info_am_unit)
-{
-    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW((struct ompi_win_t *) obj);
-    static __thread char shown[24];
-    long n = (NULL == value || 0 == strcmp(value, "auto")) ? 0 : strtol(value, NULL, 10);
-
-    view->am_unit = n >= 1 && n <= INT32_MAX ? (int) n : 0;
-    if (0 == view->am_unit) return "auto";
-    snprintf(shown, sizeof(shown), "%d", view->am_unit);
-    return shown;
-}
-
-static OMPI_OSC_UCXX_INFO_CB(info_am_interleave)
-{
-    return OSC_UCXX_MODULE((struct ompi_win_t *) obj)->am_interleave ? "true" : "false";
-}
-
-static bool info_flag(struct opal_info_t *info, const char *key)
-{
-    bool value = false;
-    int flag = 0;
-    if (NULL != info && OPAL_SUCCESS == opal_info_get_bool(info, (char *) key, &value, &flag)
-        && flag) {
-        return value;
-    }
-    return false;
-}
-
-/* Every key we honor, so MPI_Win_get_info reports it (set at creation or
- * with MPI_Win_set_info), subscribed in one pass (osc_ucxx_info.c). */
-void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
-{
-    /* Open MPI 4.1 reports a key the user set as given; without the key,
-     * mpi_accumulate_granularity is the block size in use */
-    char granularity[24];
-    const ompi_osc_ucxx_info_sub_t subs[] = {
-        {"no_locks", "false", info_no_locks},
-        {"same_size", "false", info_same_size},
-        {"same_disp_unit", "false", info_same_disp_unit},
-        {"mpi_accumulate_granularity", granularity, info_granularity},
-        {"accumulate_ordering", "rar,raw,war,waw", info_acc_ordering},
-        {"accumulate_ops", "same_op_no_op", info_acc_ops},
-        {"mpi_win_scope", "process", info_scope},
-        {"mpi_win_order", "false", info_order},
-        {"acc_single_intrinsic", "false", info_single_intrinsic},
-        {"am_ordering", "sameop,diffop,sameam", info_am_ordering},
-        {"am_pipeline_unit", "auto", info_am_unit},
-        {"am_buf_interleave_am_detach", "true", info_am_interleave},
-    };
-
-    /* (with no value, the block size: a number of at most 10 digits) */
-    strncpy(granularity, info_granularity(&win->super, NULL, NULL), sizeof(granularity) - 1);
-    granularity[sizeof(granularity) - 1] = '\0';
-    /* Open MPI 4.1's subscriber breaks on keys over 27 characters: this one
-     * is read from the window's info (creation keys, or the parent's plus
-     * overrides for a duplicate) and kept as given. */
-    OSC_UCXX_VIEW(win)->assert_intrinsic =
-        info_flag(win->super.s_info, "mpi_assert_accumulate_intrinsic");
-    if (OPAL_SUCCESS != ompi_osc_ucxx_info_subscribe(&win->super, subs,
-                                                     (int) (sizeof(subs) / sizeof(subs[0])))) {
-        OSC_UCXX_VERBOSE(1, "window info keys: out of memory (MPI_Win_get_info may miss some)");
-    }
-}
 
 /* A new handle on `core` (which gains a reference). */
 ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool original)
@@ -807,7 +591,7 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
             return OMPI_ERR_RMA_SHARED;  /* the same verdict on every rank */
         }
         rc = ompi_osc_ucxx_share_segment(module->comm, size,
-                                         info_flag(info, "alloc_shared_noncontig"),
+                                         ompi_osc_ucxx_info_flag(info, "alloc_shared_noncontig"),
                                          &module->shseg);
         if (OMPI_SUCCESS != rc) return rc;
         module->base = module->shseg->map + module->shseg->offsets[module->rank];
@@ -867,9 +651,9 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->flavor = flavor;
     module->disp_unit = disp_unit;
     module->len = size;
-    module->same_size = info_flag(info, "same_size");
-    module->same_disp_unit = info_flag(info, "same_disp_unit");
-    module->acc_shift = granularity_shift(info);
+    module->same_size = ompi_osc_ucxx_info_flag(info, "same_size");
+    module->same_disp_unit = ompi_osc_ucxx_info_flag(info, "same_disp_unit");
+    module->acc_shift = ompi_osc_ucxx_granularity_shift(info);
     module->crowded = ompi_osc_ucxx_crowded();
     read_am_keys(module, info);
 

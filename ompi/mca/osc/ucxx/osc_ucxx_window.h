@@ -269,6 +269,12 @@ void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
  * called first when the core goes). */
 void ompi_osc_ucxx_window_free_hook(void (*fn)(ompi_osc_ucxx_module_t *module));
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
+
+/* The accumulate stripe block (log2) `info` asks for, else the default. */
+uint32_t ompi_osc_ucxx_granularity_shift(struct opal_info_t *info);
+
+/* Is `key` in `info` and true? */
+bool ompi_osc_ucxx_info_flag(struct opal_info_t *info, const char *key);
 /* Info keys subscribed in one pass (osc_ucxx_info.c): key, default value
  * and callback of each, as for opal_infosubscribe_subscribe.  The probe
  * (component init) checks that the subscriber's state is what the one
