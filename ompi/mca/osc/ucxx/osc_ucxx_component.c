@@ -167,6 +167,52 @@ static void progress_thread_param(void)
     if (NULL != names) OBJ_RELEASE(names);
 }
 
+/* The osc module table every handle starts from (osc_ucxx.h declares the
+ * entry points); each handle then takes the accumulate entry points for the
+ * CPU's vector width. */
+static const ompi_osc_base_module_t module_template = {
+    .osc_win_shared_query = ompi_osc_ucxx_shared_query,
+    .osc_win_attach = ompi_osc_ucxx_attach,
+    .osc_win_detach = ompi_osc_ucxx_detach,
+    .osc_free = ompi_osc_ucxx_free,
+
+    .osc_put = ompi_osc_ucxx_put,
+    .osc_get = ompi_osc_ucxx_get,
+    .osc_accumulate = ompi_osc_ucxx_accumulate,
+    .osc_compare_and_swap = ompi_osc_ucxx_compare_and_swap,
+    .osc_fetch_and_op = ompi_osc_ucxx_fetch_and_op,
+    .osc_get_accumulate = ompi_osc_ucxx_get_accumulate,
+
+    .osc_rput = ompi_osc_ucxx_rput,
+    .osc_rget = ompi_osc_ucxx_rget,
+    .osc_raccumulate = ompi_osc_ucxx_raccumulate,
+    .osc_rget_accumulate = ompi_osc_ucxx_rget_accumulate,
+
+    .osc_fence = ompi_osc_ucxx_fence,
+    .osc_start = ompi_osc_ucxx_start,
+    .osc_complete = ompi_osc_ucxx_complete,
+    .osc_post = ompi_osc_ucxx_post,
+    .osc_wait = ompi_osc_ucxx_wait,
+    .osc_test = ompi_osc_ucxx_test,
+
+    .osc_lock = ompi_osc_ucxx_lock,
+    .osc_unlock = ompi_osc_ucxx_unlock,
+    .osc_lock_all = ompi_osc_ucxx_lock_all,
+    .osc_unlock_all = ompi_osc_ucxx_unlock_all,
+
+    .osc_sync = ompi_osc_ucxx_sync,
+    .osc_flush = ompi_osc_ucxx_flush,
+    .osc_flush_all = ompi_osc_ucxx_flush_all,
+    .osc_flush_local = ompi_osc_ucxx_flush_local,
+    .osc_flush_local_all = ompi_osc_ucxx_flush_local_all,
+};
+
+static void fill_entries(ompi_osc_base_module_t *m)
+{
+    *m = module_template;
+    ompi_osc_ucxx_acc_entries(m);
+}
+
 static int component_register(void)
 {
     /* Below osc/ucx (60) unless asked for: `--mca osc ucxx` selects us whatever
@@ -268,6 +314,7 @@ static bool windows_ours(void)
 
 static int component_open(void)
 {
+    ompi_osc_ucxx_window_entries(fill_entries);
     OSC_UCXX.output = opal_output_open(NULL);
     opal_output_set_verbosity(OSC_UCXX.output, OSC_UCXX.verbose);
     ompi_osc_ucxx_audit_init();

@@ -36,42 +36,14 @@
 #include "osc_ucxx_seg.h"
 #include "osc_ucxx_uam.h"
 
-static const ompi_osc_base_module_t ucxx_module_template = {
-    .osc_win_shared_query = ompi_osc_ucxx_shared_query,
-    .osc_win_attach = ompi_osc_ucxx_attach,
-    .osc_win_detach = ompi_osc_ucxx_detach,
-    .osc_free = ompi_osc_ucxx_free,
+/* A new handle's osc module table: filled in by the component layer
+ * (osc_ucxx_component.c), which names the entry points. */
+static void (*fill_entries)(ompi_osc_base_module_t *m);
 
-    .osc_put = ompi_osc_ucxx_put,
-    .osc_get = ompi_osc_ucxx_get,
-    .osc_accumulate = ompi_osc_ucxx_accumulate,
-    .osc_compare_and_swap = ompi_osc_ucxx_compare_and_swap,
-    .osc_fetch_and_op = ompi_osc_ucxx_fetch_and_op,
-    .osc_get_accumulate = ompi_osc_ucxx_get_accumulate,
-
-    .osc_rput = ompi_osc_ucxx_rput,
-    .osc_rget = ompi_osc_ucxx_rget,
-    .osc_raccumulate = ompi_osc_ucxx_raccumulate,
-    .osc_rget_accumulate = ompi_osc_ucxx_rget_accumulate,
-
-    .osc_fence = ompi_osc_ucxx_fence,
-    .osc_start = ompi_osc_ucxx_start,
-    .osc_complete = ompi_osc_ucxx_complete,
-    .osc_post = ompi_osc_ucxx_post,
-    .osc_wait = ompi_osc_ucxx_wait,
-    .osc_test = ompi_osc_ucxx_test,
-
-    .osc_lock = ompi_osc_ucxx_lock,
-    .osc_unlock = ompi_osc_ucxx_unlock,
-    .osc_lock_all = ompi_osc_ucxx_lock_all,
-    .osc_unlock_all = ompi_osc_ucxx_unlock_all,
-
-    .osc_sync = ompi_osc_ucxx_sync,
-    .osc_flush = ompi_osc_ucxx_flush,
-    .osc_flush_all = ompi_osc_ucxx_flush_all,
-    .osc_flush_local = ompi_osc_ucxx_flush_local,
-    .osc_flush_local_all = ompi_osc_ucxx_flush_local_all,
-};
+void ompi_osc_ucxx_window_entries(void (*fill)(ompi_osc_base_module_t *m))
+{
+    fill_entries = fill;
+}
 
 /* What each process contributes to the window-creation exchange. */
 typedef struct {
@@ -107,8 +79,7 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
     if (NULL == view) {
         return NULL;
     }
-    memcpy(&view->super, &ucxx_module_template, sizeof(view->super));
-    ompi_osc_ucxx_acc_entries(&view->super);
+    fill_entries(&view->super);
     view->magic = OSC_UCXX_MAGIC;
     view->ext = &ompi_osc_ucxx_ext;
     view->core = core;

@@ -270,6 +270,10 @@ void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_window_free_hook(void (*fn)(ompi_osc_ucxx_module_t *module));
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
 
+/* The component's filling of a new handle's osc module table (its entry
+ * points, for the CPU's vector width), registered before any window. */
+void ompi_osc_ucxx_window_entries(void (*fill)(ompi_osc_base_module_t *m));
+
 /* The accumulate stripe block (log2) `info` asks for, else the default. */
 uint32_t ompi_osc_ucxx_granularity_shift(struct opal_info_t *info);
 
