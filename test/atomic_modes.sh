@@ -2,7 +2,8 @@
 # atomic_modes.sh NP MPIRUN-ARGS...: processes whose UCX applies atomics
 # differently (a device in some, the CPU in others) cannot keep UCX atomics
 # on one word atomic with each other (docs/atomics.md).  Runs mixed_tls
-# over UCX_TLS=tcp,self (state words by UCX atomics) with rank 0 pretending
+# over UCX_TLS=tcp,self without direct mappings (the test hook direct=0:
+# state words not mapped, as across nodes) with rank 0 pretending
 # its UCX uses device atomics (OSC_UCXX_TEST_DEVICE_ATOMICS=1, a test hook):
 # the job must pass and say so (the component's verbose line at level 1:
 # locks managed by the target, singles by the stripes); with every rank
@@ -12,7 +13,7 @@ set -u
 np=$1; shift
 bindir=${TEST_BINDIR:-$(pwd)}
 hook=OSC_UCXX_TEST_DEVICE_ATOMICS=1
-run() { timeout -k 5 120 mpirun --mca osc_ucxx_verbose 1 "$@" 2>&1; }
+run() { timeout -k 5 120 mpirun --mca osc_ucxx_verbose 1 -x OSC_UCXX_TEST_TUNE=direct=0 "$@" 2>&1; }
 mixed=$(run "$@" -x UCX_TLS=tcp,self -np 1 -x $hook "$bindir/mixed_tls" -i 10 : \
             -np $((np - 1)) "$bindir/mixed_tls" -i 10)
 rc=$?
