@@ -75,14 +75,21 @@ static uint64_t cpu_amo(volatile uint64_t *word, ucp_atomic_op_t op, uint64_t va
     }
 }
 
+/* The calling thread's worker and its link to `target` (NULL: none). */
+static ompi_osc_ucxx_link_t *my_link(ompi_osc_ucxx_module_t *module, int target,
+                                     ompi_osc_ucxx_worker_t **worker)
+{
+    *worker = ompi_osc_ucxx_worker_self();
+    return NULL == *worker ? NULL : ompi_osc_ucxx_link(module, *worker, target);
+}
+
 /* A fetching UCX atomic on `target`'s state (ourselves too), waited for:
  * completion means done at the target. */
 static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
                    ucp_atomic_op_t op, uint64_t value, uint64_t compare, uint64_t *result)
 {
-    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
-    ompi_osc_ucxx_link_t *link = NULL == worker ? NULL
-                                                : ompi_osc_ucxx_link(module, worker, target);
+    ompi_osc_ucxx_worker_t *worker;
+    ompi_osc_ucxx_link_t *link = my_link(module, target, &worker);
     ucp_request_param_t param;
     uint64_t reply = 0;
     int rc;
@@ -132,9 +139,8 @@ static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_at
  * made between its read and its write). */
 static int ucx_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, uint64_t *value)
 {
-    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
-    ompi_osc_ucxx_link_t *link = NULL == worker ? NULL
-                                                : ompi_osc_ucxx_link(module, worker, target);
+    ompi_osc_ucxx_worker_t *worker;
+    ompi_osc_ucxx_link_t *link = my_link(module, target, &worker);
     ucp_request_param_t param;
     int rc;
 
@@ -245,9 +251,8 @@ int ompi_osc_ucxx_state_unlock_post(ompi_osc_ucxx_module_t *module, int target, 
 {
     uint64_t delta = (MPI_LOCK_EXCLUSIVE == type) ? (uint64_t) -OSC_UCXX_LOCK_EXCL
                                                   : (uint64_t) -1;
-    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
-    ompi_osc_ucxx_link_t *link = NULL == worker ? NULL
-                                                : ompi_osc_ucxx_link(module, worker, target);
+    ompi_osc_ucxx_worker_t *worker;
+    ompi_osc_ucxx_link_t *link = my_link(module, target, &worker);
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
