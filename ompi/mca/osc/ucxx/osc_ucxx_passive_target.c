@@ -175,6 +175,7 @@ static __opal_attribute_noinline__ int unlock_ucx(ompi_osc_ucxx_module_t *module
     int rc, r2;
 
     if (NULL != worker && ompi_osc_ucxx_fence_covers(module, worker, target)) {
+        opal_atomic_mb();  /* stores through mappings are visible before the release */
         (void) ompi_osc_ucxx_fence_link(module, worker, NULL);
         r2 = ompi_osc_ucxx_state_unlock_post(module, target, type);
         rc = ompi_osc_ucxx_flush_before(module, target, NULL, false);
