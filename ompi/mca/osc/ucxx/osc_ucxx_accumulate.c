@@ -324,11 +324,14 @@ static int order_before(ompi_osc_ucxx_acc_t *a, bool by_message)
     if (by_message) {
         /* messages stay in order on the endpoint; earlier UCX operations on
          * it are completed first (nothing to do when none is outstanding,
-         * or no link was made: a path by cross-memory attach) */
+         * or no link was made: a path by cross-memory attach; nor for a
+         * lock release, which changes no window memory) */
         ompi_osc_ucxx_link_t *link = NULL != t->path.link
                                          ? t->path.link
                                          : ompi_osc_ucxx_link_made(t->module, t->worker, t->rank);
-        return NULL == link ? OMPI_SUCCESS : ompi_osc_ucxx_flush_link(t->module, t->worker, link);
+        return NULL == link || ompi_osc_ucxx_link_release_only(link)
+                   ? OMPI_SUCCESS
+                   : ompi_osc_ucxx_flush_link(t->module, t->worker, link);
     }
     ompi_osc_ucxx_wait_messages(t->module);
     if (OPAL_LIKELY(!t->worker->acc_fence)) {

@@ -189,3 +189,27 @@ int ompi_osc_ucxx_fence_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worke
     }
     return ompi_osc_ucxx_flush_link(module, worker, link);
 }
+
+/* Does a fence on `worker` order before what follows on its link to
+ * `target` everything this process still has outstanding to it?  Only
+ * where that is UCX operations on this link alone: no other worker's link
+ * to it busy, no message unanswered (a message completes at the target's
+ * CPU, which a device's atomic behind it may overtake), no user active
+ * messages; and where the fence is weak (a strong one is a flush itself). */
+bool ompi_osc_ucxx_fence_covers(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                int target)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+    int rows = tab->used;
+
+    if (OSC_UCXX.order_by_flush || module->am_outstanding > 0 || NULL != module->uam) {
+        return false;
+    }
+    opal_atomic_rmb();  /* rows below `used` were stored before it */
+    for (int w = 0; w < rows; ++w) {
+        ompi_osc_ucxx_lrow_t *r = tab->rows[w];
+        ompi_osc_ucxx_link_t *link = NULL == r ? NULL : ompi_osc_ucxx_row_link(r, target);
+        if (w != worker->index && NULL != link && link->issued != link->flushed) return false;
+    }
+    return true;
+}

@@ -24,6 +24,11 @@ int ompi_osc_ucxx_flush_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worke
 /* Later operations on WORKER to LINK's target land after earlier ones. */
 int ompi_osc_ucxx_fence_link(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                              ompi_osc_ucxx_link_t *link);
+/* Would a fence on `worker` order everything this process has outstanding
+ * to `target` before what it sends there next (UCX operations on its link
+ * only, and UCX's fence weak)? */
+bool ompi_osc_ucxx_fence_covers(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                int target);
 /* flush_module's work when something is outstanding (not inline: its frame
  * holds an array of flush requests). */
 int ompi_osc_ucxx_flush_links(ompi_osc_ucxx_module_t *module, int target,

@@ -115,6 +115,7 @@ static const tunable_t tunables[] = {
     {"peer_cap", 'i', &OSC_UCXX.peer_cap},
     {"progress_wait", 'b', &OSC_UCXX.progress_wait},       /* 0: the thread polls */
     {"progress_interval", 'i', &OSC_UCXX.progress_interval_us},  /* ... napping this long */
+    {"device_atomics", 'b', &OSC_UCXX.test_device_atomics},  /* as if UCX had a device's */
 };
 
 static void tune_one(const char *name, size_t len, const char *value)

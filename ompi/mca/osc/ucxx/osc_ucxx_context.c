@@ -281,10 +281,11 @@ static int context_init_locked(void)
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    /* (OSC_UCXX_TEST_DEVICE_ATOMICS=1: a test hook where no RDMA device is,
-     * test/atomic_modes.sh) */
+    /* (OSC_UCXX_TEST_DEVICE_ATOMICS=1 or OSC_UCXX_TEST_TUNE=device_atomics=1:
+     * test hooks where no RDMA device is, test/atomic_modes.sh, lock_rtt) */
     OSC_UCXX.device_atomics = (!config_atomics_cpu &&
                                worker_device_atomics(OSC_UCXX.main_worker->ucp)) ||
+                              OSC_UCXX.test_device_atomics ||
                               NULL != getenv("OSC_UCXX_TEST_DEVICE_ATOMICS");
     OSC_UCXX_VERBOSE(10, "UCX atomics: %s", OSC_UCXX.device_atomics ? "device (not CPU-coherent)"
                                                                   : "CPU-coherent");

@@ -159,6 +159,35 @@ static __opal_attribute_noinline__ int unlock_unchecked(ompi_osc_ucxx_module_t *
     return rc;
 }
 
+/* MPI_Win_unlock of a one-sided lock by UCX atomics (lock_kind UCX: an
+ * RDMA network with remote atomics).  The release goes behind the epoch's
+ * operations on our link, a fence between them, and the flush that
+ * completes them completes it too: one round trip, the release never
+ * ahead of an operation at the target, and nothing of the epoch left when
+ * we return.  What a fence cannot order (other threads' links, messages:
+ * ompi_osc_ucxx_fence_covers) is completed first and the release posted
+ * behind it, not waited for (the link's next flush completes it): one
+ * round trip too, where waiting for it took another. */
+static __opal_attribute_noinline__ int unlock_ucx(ompi_osc_ucxx_module_t *module, int target,
+                                                  int type)
+{
+    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
+    int rc, r2;
+
+    if (NULL != worker && ompi_osc_ucxx_fence_covers(module, worker, target)) {
+        opal_atomic_mb();  /* stores through mappings are visible before the release */
+        (void) ompi_osc_ucxx_fence_link(module, worker, NULL);
+        r2 = ompi_osc_ucxx_state_unlock_post(module, target, type);
+        rc = ompi_osc_ucxx_flush_before(module, target, NULL, false);
+    } else {
+        rc = ompi_osc_ucxx_flush_before(module, target, NULL, false);
+        ompi_osc_ucxx_uam_sync(module, target, true);
+        r2 = ompi_osc_ucxx_state_unlock_post(module, target, type);
+    }
+    ompi_osc_ucxx_epoch_unlock_done(module, target);
+    return OMPI_SUCCESS != rc ? rc : r2;
+}
+
 int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
@@ -173,6 +202,10 @@ int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
     }
     if (OPAL_UNLIKELY(nocheck)) {
         return unlock_unchecked(module, target);
+    }
+    if (OPAL_UNLIKELY(OSC_UCXX_LOCKS_UCX == module->lock_kind) &&
+        !ompi_osc_ucxx_state_unlock_by_cpu(module, target)) {
+        return unlock_ucx(module, target, type);
     }
     /* Our operations land before anyone else can take the lock; the lock
      * is released even when one of them failed.  (Released by a CPU

@@ -75,14 +75,21 @@ static uint64_t cpu_amo(volatile uint64_t *word, ucp_atomic_op_t op, uint64_t va
     }
 }
 
+/* The calling thread's worker and its link to `target` (NULL: none). */
+static ompi_osc_ucxx_link_t *my_link(ompi_osc_ucxx_module_t *module, int target,
+                                     ompi_osc_ucxx_worker_t **worker)
+{
+    *worker = ompi_osc_ucxx_worker_self();
+    return NULL == *worker ? NULL : ompi_osc_ucxx_link(module, *worker, target);
+}
+
 /* A fetching UCX atomic on `target`'s state (ourselves too), waited for:
  * completion means done at the target. */
 static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
                    ucp_atomic_op_t op, uint64_t value, uint64_t compare, uint64_t *result)
 {
-    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
-    ompi_osc_ucxx_link_t *link = NULL == worker ? NULL
-                                                : ompi_osc_ucxx_link(module, worker, target);
+    ompi_osc_ucxx_worker_t *worker;
+    ompi_osc_ucxx_link_t *link = my_link(module, target, &worker);
     ucp_request_param_t param;
     uint64_t reply = 0;
     int rc;
@@ -132,9 +139,8 @@ static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_at
  * made between its read and its write). */
 static int ucx_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, uint64_t *value)
 {
-    ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
-    ompi_osc_ucxx_link_t *link = NULL == worker ? NULL
-                                                : ompi_osc_ucxx_link(module, worker, target);
+    ompi_osc_ucxx_worker_t *worker;
+    ompi_osc_ucxx_link_t *link = my_link(module, target, &worker);
     ucp_request_param_t param;
     int rc;
 
@@ -235,14 +241,49 @@ bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target)
     return true;
 }
 
-int ompi_osc_ucxx_state_unlock_slow(ompi_osc_ucxx_module_t *module, int target, int type)
+/* A release by UCX atomics (lock_kind UCX), posted and not waited for: a
+ * non-fetching add on our link to `target`, counted there, so that the
+ * link's next flush completes it (the caller's, a later epoch's, the
+ * window's free).  The caller has ordered it behind the epoch's operations
+ * (completed them, or fenced them on this link).  Nobody waits for a
+ * release: a waiting locker reads the word until it sees it. */
+int ompi_osc_ucxx_state_unlock_post(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     uint64_t delta = (MPI_LOCK_EXCLUSIVE == type) ? (uint64_t) -OSC_UCXX_LOCK_EXCL
                                                   : (uint64_t) -1;
+    ompi_osc_ucxx_worker_t *worker;
+    ompi_osc_ucxx_link_t *link = my_link(module, target, &worker);
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    if (NULL == link) {
+        return OMPI_ERR_UNREACH;
+    }
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
+                        OSC_UCXX_AUDIT_UCX);
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype = ucp_dt_make_contig(sizeof(uint64_t));
+    sp = ucp_atomic_op_nbx(link->ep, UCP_ATOMIC_OP_ADD, &delta, 1,
+                           ompi_osc_ucxx_peer_state(module, target) + OSC_UCXX_STATE(lock),
+                           ompi_osc_ucxx_link_state_rkey(module, link, target), &param);
+    if (UCS_PTR_IS_ERR(sp)) {
+        OSC_UCXX_VERBOSE(1, "lock release on %d: %s", target,
+                         ucs_status_string(UCS_PTR_STATUS(sp)));
+        return OMPI_ERROR;
+    }
+    ompi_osc_ucxx_link_dirty(module, link, target);  /* counted once posted */
+    link->release_mark = link->issued;
+    ompi_osc_ucxx_link_held(link, sp);
+    if (NULL != sp) ucp_request_free(sp);  /* the next flush of the link completes it */
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_ucxx_state_unlock_slow(ompi_osc_ucxx_module_t *module, int target, int type)
+{
     if (OSC_UCXX_LOCKS_TARGET == module->lock_kind) {
         return managed_unlock(module, target, type);
     }
-    return lock_add(module, target, delta, NULL);
+    return ompi_osc_ucxx_state_unlock_post(module, target, type);
 }
 
 /* ------------------------------------------------------------------------- */

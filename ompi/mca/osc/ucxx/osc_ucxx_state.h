@@ -32,6 +32,11 @@ static inline char *ompi_osc_ucxx_cpu_state(ompi_osc_ucxx_module_t *module, int 
  * its lock (module->lock_kind), through the lock layer's functions. */
 int ompi_osc_ucxx_state_lock_wait(ompi_osc_ucxx_module_t *module, int target, int type);
 int ompi_osc_ucxx_state_unlock_slow(ompi_osc_ucxx_module_t *module, int target, int type);
+/* The release of a one-sided lock by UCX atomics (lock_kind UCX) posted on
+ * the calling thread's link to `target` behind what the caller ordered
+ * before it, not waited for: the link's next flush completes it.  (The
+ * slow path of ompi_osc_ucxx_state_unlock, for such locks.) */
+int ompi_osc_ucxx_state_unlock_post(ompi_osc_ucxx_module_t *module, int target, int type);
 
 /* Target-managed lock words (OSC_UCXX_LOCKS_TARGET): CPU atomics only, by
  * the owner (for itself, and for the origins its queue grants:

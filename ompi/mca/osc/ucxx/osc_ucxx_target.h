@@ -80,6 +80,10 @@ struct ompi_osc_ucxx_link_t {
      * here): a notice (osc_ucxx_notice.c) may go behind operations only
      * once none is left above `flushed`. */
     volatile int64_t held;
+    /* `issued` right after a lock release was posted on the link, not waited
+     * for (osc_ucxx_state.c): while it is all that is outstanding, what
+     * orders operations on window memory need not flush for it. */
+    int64_t release_mark;
     /* Messages of kinds the target handles in order (accumulates) sent on
      * the link; and what the last notice covered of them and of `issued`. */
     volatile int64_t sent;
@@ -431,6 +435,14 @@ static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
     ompi_osc_ucxx_add64(&link->issued, 1);
     ompi_osc_ucxx_add64(&link->row->sum.issued, 1);
     ompi_osc_ucxx_link_ask(module, link, target);
+}
+
+/* Is a posted lock release all that the link has outstanding?  (It
+ * changes no window memory.) */
+static inline bool ompi_osc_ucxx_link_release_only(const ompi_osc_ucxx_link_t *link)
+{
+    int64_t issued = link->issued;
+    return issued == link->release_mark && issued == link->flushed + 1;
 }
 
 /* ... and UCX answered it with a request (`sp` a pointer): not complete

@@ -142,6 +142,8 @@ typedef struct ompi_osc_ucxx_component_t {
     bool order_by_flush;      /* order by endpoint flush, not ucp_worker_fence (fence_link) */
     bool device_atomics;      /* UCX may apply our atomics with a device, not the CPU
                                * (osc_ucxx_worker.c; the atomics policy, docs/atomics.md) */
+    bool test_device_atomics; /* say so where no device is (OSC_UCXX_TEST_TUNE device_atomics=1:
+                               * UCX-atomic locks over TCP, as on an RDMA network) */
     bool modex_ok;            /* our worker address and shared memory are in the modex
                                * for the processes on the node (osc_ucxx_early.c) */
 
