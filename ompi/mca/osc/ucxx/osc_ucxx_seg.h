@@ -9,13 +9,21 @@
 #ifndef OMPI_OSC_UCXX_SEG_H
 #define OMPI_OSC_UCXX_SEG_H
 
+#include "opal/util/sys_limits.h"
+
 #include "osc_ucxx_types.h"
 
 BEGIN_C_DECLS
 
-/* Peers map our file in pieces of this many bytes (a range is rounded out
- * to them), and ranges of the file are taken aligned to it. */
+/* Ranges of our file are taken aligned to this many bytes. */
 #define OSC_UCXX_SEG_CHUNK (16 * 1024)
+/* Peers map it by pages (a range is rounded out to them): four state
+ * segments share a page (osc_ucxx_memory.c), so the windows of a peer's
+ * state arena map one page for four windows, and a window maps no page
+ * it does not use.  (Larger pieces would be fewer mappings, but the
+ * address space of every peer's unused neighbours: a mapping cannot grow
+ * in place, the addresses next to it being taken by the next peer's.) */
+#define OSC_UCXX_SEG_MAP_UNIT ((uint64_t) opal_getpagesize())
 /* Not in our file (user memory, an MPI_Win_allocate_shared segment, none). */
 #define OSC_UCXX_SEG_NONE UINT64_MAX
 
