@@ -438,13 +438,14 @@ static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_p
 
     if (OSC_UCXX_SEG_NONE != state_off) {
         peer->direct_state = (ompi_osc_ucxx_state_t *) ompi_osc_ucxx_ptab_map(
-            e, state_off, module->state_size, &peer->maps[1]);
+            e, state_off, module->state_size, OSC_UCXX_SEG_MAP_PAGE, &peer->maps[1]);
     }
     if (NULL != peer->direct_state && MPI_WIN_FLAVOR_ALLOCATE == module->flavor &&
         OSC_UCXX_SEG_NONE != data_off) {
         /* (both or neither: its memory by UCX, its state by loads, is no path) */
-        peer->direct_data = ompi_osc_ucxx_ptab_map(
-            e, data_off, ompi_osc_ucxx_peer_size(module, target), &peer->maps[0]);
+        peer->direct_data = ompi_osc_ucxx_ptab_map(e, data_off,
+                                                   ompi_osc_ucxx_peer_size(module, target),
+                                                   OSC_UCXX_SEG_MAP_GRANULE, &peer->maps[0]);
         if (NULL == peer->direct_data) {
             ompi_osc_ucxx_ptab_unmap(peer->maps[1]);
             peer->maps[1] = NULL;
@@ -509,7 +510,7 @@ volatile uint64_t *ompi_osc_ucxx_peer_post_slot(ompi_osc_ucxx_module_t *module, 
     if (NULL == peer->post_slot && NULL != peer->ent && OSC_UCXX_SEG_NONE != at) {
         peer->post_slot = (volatile uint64_t *) ompi_osc_ucxx_ptab_map(
             peer->ent, at + (uint64_t) module->rank * sizeof(uint64_t), sizeof(uint64_t),
-            &peer->maps[2]);
+            OSC_UCXX_SEG_MAP_PAGE, &peer->maps[2]);
     }
     OSC_UCXX_UNLOCK(&module->setup_lock);
     return peer->post_slot;
