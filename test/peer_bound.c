@@ -11,7 +11,7 @@
  *   - fence, a get of my slot back from every rank, fence: checked;
  *   - fence, a put of the value + 1 into my slot at every rank, fence: every
  *     slot of my memory checked;
- * and in the first round also
+ * and on the first window in the first round, up to 32 ranks (CI time), also
  *   - post to and start with every rank, a put of the value + 2 into my slot
  *     at every rank, complete, wait: checked (the post slots: each rank
  *     posts into a page of every other's, mapped at its first post);
@@ -130,7 +130,7 @@ static void one_round(tu_win_t *w, int round, int wi)
     check_memory(w, round, wi, 1, "fence put");
     TU_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, w->win));
     free(back);
-    if (round > 0) return;   /* (the two below once per window: CI time) */
+    if (round > 0 || wi > 0 || nprocs > 32) return;   /* (the two below once: CI time) */
 
     /* PSCW, all to all */
     plus = mine + 2;
