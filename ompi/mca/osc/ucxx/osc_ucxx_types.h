@@ -266,9 +266,8 @@ typedef struct {
 /* Every window exposes one: a lock word, counters, exclusion words, of the
  * same size whatever the number of processes, so that a process's state
  * segments lie densely in its state arenas (osc_ucxx_memory.c) and a peer
- * maps a page of them for several windows.  For MPI_Win_allocate it is the
- * page before the window memory, in the same allocation and under the same
- * rkey (osc_ucxx_window.c).  Only osc_ucxx_state.c touches these words.
+ * maps a page of them for four windows (an MPI_Win_allocate window's too:
+ * not in its memory's pages).  Only osc_ucxx_state.c touches these words.
  *
  * Words that different processes change for different reasons, and every
  * word UCX may apply atomics to (lock, fence, dyn_gen), sit on a cache line
