@@ -1,6 +1,7 @@
 /* alloc_layout: MPI_Win_allocate windows whose memory and synchronization
- * state share one allocation (osc/ucxx puts the state segment on the pages
- * before the window memory).  Neither may reach into the other:
+ * state lie side by side (osc/ucxx took the state segment from the pages
+ * before the window memory, and now takes both from arenas of its shared
+ * memory).  Neither may reach into the other:
  *   - every rank fills all of its window with a pattern through plain
  *     stores, first and last byte included, then the ranks synchronize with
  *     every kind of call that uses the state (exclusive and shared locks,

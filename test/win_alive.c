@@ -1,8 +1,8 @@
 /* win_alive: many windows alive together, each with synchronization state of
- * its own.  osc/ucxx carves the state segments of windows that are not
- * MPI_Win_allocate ones (lock word, fence barrier slots, PSCW post slots,
- * accumulate stripe locks) out of shared arenas (osc_ucxx_memory.c), and
- * small MPI_Win_allocate windows their state pages and memory too: two
+ * its own.  osc/ucxx carves the state segments of windows (lock word, fence
+ * barrier slots, accumulate stripe locks), their PSCW post slots and small
+ * MPI_Win_allocate windows' memory out of shared arenas
+ * (osc_ucxx_memory.c): two
  * windows alive must never share a word, and a freed window's units must be
  * reusable by the next.
  *

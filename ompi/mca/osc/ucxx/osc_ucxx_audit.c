@@ -168,12 +168,12 @@ static void word_name(const audit_entry_t *e, char *buf, size_t len)
             return;
         }
     }
-    if (e->offset >= OSC_UCXX_STATE(barrier) && e->offset < OSC_UCXX_STATE(cpu)) {
+    if (e->offset >= OSC_UCXX_STATE(barrier) && e->offset < OSC_UCXX_STATE(acc_locks)) {
         snprintf(buf, len, "barrier slot %u",
                  (unsigned) ((e->offset - OSC_UCXX_STATE(barrier)) / sizeof(uint64_t)));
-    } else if (e->offset >= OSC_UCXX_STATE(posts)) {
+    } else if (e->offset >= OSC_UCXX_STATE_POST(0)) {
         snprintf(buf, len, "post slot %u",
-                 (unsigned) ((e->offset - OSC_UCXX_STATE(posts)) / sizeof(uint64_t)));
+                 (unsigned) ((e->offset - OSC_UCXX_STATE_POST(0)) / sizeof(uint64_t)));
     } else {
         snprintf(buf, len, "state word at +%#" PRIx64, e->offset);
     }

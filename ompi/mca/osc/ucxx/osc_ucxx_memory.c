@@ -17,11 +17,10 @@
  * allocation per window follow:
  *
  *   - Arenas (below): windows alive together take their state segments
- *     (~3 KiB, every window but an MPI_Win_allocate one, whose state heads
- *     its own memory) and small MPI_Win_allocate memory from shared
- *     allocations, so the tenth window alive costs no allocation here and
- *     nothing new at the peers, which have the range mapped (or its rkey)
- *     from an earlier window.
+ *     (1 KiB), their PSCW post slots and small MPI_Win_allocate
+ *     memory from shared allocations, so the tenth window alive costs no
+ *     allocation here and nothing new at the peers, which have the range
+ *     mapped (or its rkey) from an earlier window.
  *   - Kept allocations: what a freed window allocated of its own (larger
  *     ones) is kept for the next window it fits (a loop of create-use-free,
  *     OSU's pattern).
@@ -127,12 +126,11 @@ static void shared_unmap(void *addr, size_t len, ucp_mem_h memh, uint64_t off)
  * any work (big_xfer accflush, a new window per loop, took about twice
  * osc/sm's time until allocations were kept, up to a quarter of
  * osc_ucxx_alloc_cache each).  So what a freed window allocated of its
- * own (an MPI_Win_allocate window's state pages + memory, one memh, or a
- * state segment, where too large for an arena) is kept, up to
- * osc_ucxx_alloc_cache bytes in all,
- * for the next window it fits (at most twice the bytes needed).  Old
+ * own (an MPI_Win_allocate window's memory, or post slots too many for
+ * an arena) is kept, up to osc_ucxx_alloc_cache bytes in all, for the
+ * next window it fits (at most twice the bytes needed).  Old
  * contents stay: MPI does not initialize MPI_Win_allocate's memory, and
- * state segments are zeroed again.  Peers may keep it mapped (their rkeys,
+ * post slots are zeroed again.  Peers may keep it mapped (their rkeys,
  * kept by its serial number), which is what the next window on it wants. */
 
 static bool kept_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial,
@@ -186,11 +184,16 @@ static void kept_put(void *addr, ucp_mem_h memh, size_t len, uint32_t serial, ui
 /* Arenas
  *
  * An arena is one allocation carved into 256 units, a bit each; a
- * taker gets the first run of free units that holds it.  Two classes:
- *   - state segments (every window but an MPI_Win_allocate one): 64 KiB
+ * taker gets the first run of free units that holds it.  Three classes:
+ *   - state segments: 64 KiB
  *     arenas of 256-byte units (a segment's words keep their cache lines:
- *     units are 64-byte aligned);
- *   - MPI_Win_allocate windows of up to 256 KiB with their state pages:
+ *     units are 64-byte aligned), so that the segments of windows alive
+ *     together lie four to a page and a peer maps one page for four
+ *     windows (osc_ucxx_ptab.c);
+ *   - PSCW post slots (8 bytes per origin rank): 16 KiB arenas of 64-byte
+ *     units, apart from the state segments so that these stay dense; only
+ *     a peer that posts maps a page of them;
+ *   - MPI_Win_allocate windows of up to 256 KiB:
  *     1 MiB arenas of page units, so window memory stays page-aligned.
  * An arena lives while a taker uses it, and the newest of a class stays
  * when empty: freeing it would cost the segment the next window pays
@@ -217,6 +220,7 @@ typedef struct {
 } arena_class_t;
 
 static arena_class_t state_arenas = {256, "state arena", NULL};
+static arena_class_t post_arenas = {64, "post arena", NULL};
 static arena_class_t window_arenas = {0, "window arena", NULL};  /* (unit: a page) */
 
 static size_t class_unit(const arena_class_t *c)
@@ -329,34 +333,50 @@ static int own_take(size_t *len, void **addr, ucp_mem_h *memh, uint32_t *serial,
     return shared_map(addr, *len, memh, serial, off);
 }
 
-int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
-                             size_t *len, uint64_t *off)
+/* `size` bytes, zeroed, from an arena of class `c`, or of their own. */
+static int zeroed_take(arena_class_t *c, size_t size, void **addr, ucp_mem_h *memh,
+                       uint32_t *serial, size_t *len, uint64_t *off)
 {
     int rc;
 
-    if (size > ARENA_UNITS * class_unit(&state_arenas) / 4) {
+    if (size > ARENA_UNITS * class_unit(c) / 4) {
         *len = size;
-        rc = own_take(len, state, memh, serial, off);
+        rc = own_take(len, addr, memh, serial, off);
     } else {
-        rc = arena_take(&state_arenas, size, state, memh, serial, len, off);
+        rc = arena_take(c, size, addr, memh, serial, len, off);
     }
-    if (OMPI_SUCCESS == rc) memset(*state, 0, size);
+    if (OMPI_SUCCESS == rc) memset(*addr, 0, size);
     return rc;
 }
 
-/* The early start (component_init, in MPI_Init): the first state arena,
- * an allocation that the first window would make otherwise.  Empty, it
- * stays as the newest of its class. */
+int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
+                             size_t *len, uint64_t *off)
+{
+    return zeroed_take(&state_arenas, size, state, memh, serial, len, off);
+}
+
+int ompi_osc_ucxx_posts_take(size_t size, void **posts, ucp_mem_h *memh, uint32_t *serial,
+                             size_t *len, uint64_t *off)
+{
+    return zeroed_take(&post_arenas, size, posts, memh, serial, len, off);
+}
+
+/* The early start (component_init, in MPI_Init): the first state arena
+ * and post arena, allocations that the first window would make otherwise.
+ * Empty, each stays as the newest of its class. */
 void ompi_osc_ucxx_state_warm(void)
 {
-    void *state;
+    arena_class_t *classes[] = {&state_arenas, &post_arenas};
+    void *addr;
     ucp_mem_h memh;
     uint32_t serial;
     size_t len;
     uint64_t off;
 
-    if (OMPI_SUCCESS == ompi_osc_ucxx_state_take(1, &state, &memh, &serial, &len, &off)) {
-        ompi_osc_ucxx_mem_give(state, memh, len, serial, off);
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); ++i) {
+        if (OMPI_SUCCESS == zeroed_take(classes[i], 1, &addr, &memh, &serial, &len, &off)) {
+            ompi_osc_ucxx_mem_give(addr, memh, len, serial, off);
+        }
     }
 }
 
@@ -374,6 +394,7 @@ void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t ser
                             uint64_t off)
 {
     if (!arena_give(&state_arenas, addr, memh, len) &&
+        !arena_give(&post_arenas, addr, memh, len) &&
         !arena_give(&window_arenas, addr, memh, len)) {
         kept_put(addr, memh, len, serial, off);  /* one of its own */
     }
@@ -382,14 +403,14 @@ void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t ser
 /* Finalize: kept allocations and arenas go back to UCX. */
 void ompi_osc_ucxx_kept_release(void)
 {
-    arena_class_t *classes[] = {&state_arenas, &window_arenas};
+    arena_class_t *classes[] = {&state_arenas, &post_arenas, &window_arenas};
 
     while (OSC_UCXX.num_kept > 0) {
         --OSC_UCXX.num_kept;
         shared_unmap(OSC_UCXX.kept[OSC_UCXX.num_kept].addr, OSC_UCXX.kept[OSC_UCXX.num_kept].len,
                      OSC_UCXX.kept[OSC_UCXX.num_kept].memh, OSC_UCXX.kept[OSC_UCXX.num_kept].off);
     }
-    for (int i = 0; i < 2; ++i) {
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); ++i) {
         while (NULL != classes[i]->list) {
             arena_t *a = classes[i]->list;
             classes[i]->list = a->next;

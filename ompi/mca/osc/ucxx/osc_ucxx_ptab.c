@@ -224,11 +224,10 @@ static void map_drop(ompi_osc_ucxx_pmap_t *m)
     *at = m->next;
 }
 
-char *ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, uint64_t off, size_t len,
+char *ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, uint64_t off, size_t len, uint64_t unit,
                              ompi_osc_ucxx_pmap_t **out)
 {
-    uint64_t lo = off / OSC_UCXX_SEG_CHUNK * OSC_UCXX_SEG_CHUNK;
-    uint64_t hi = (off + len + OSC_UCXX_SEG_CHUNK - 1) / OSC_UCXX_SEG_CHUNK * OSC_UCXX_SEG_CHUNK;
+    uint64_t lo = off / unit * unit, hi = (off + len + unit - 1) / unit * unit;
     ompi_osc_ucxx_segid_t id;
     ompi_osc_ucxx_pmap_t *m;
     bool check;

@@ -9,13 +9,24 @@
 #ifndef OMPI_OSC_UCXX_SEG_H
 #define OMPI_OSC_UCXX_SEG_H
 
+#include "opal/util/sys_limits.h"
+
 #include "osc_ucxx_types.h"
 
 BEGIN_C_DECLS
 
-/* Peers map our file in pieces of this many bytes (a range is rounded out
- * to them), and ranges of the file are taken aligned to it. */
+/* Ranges of our file are taken aligned to this many bytes. */
 #define OSC_UCXX_SEG_CHUNK (16 * 1024)
+/* Peers map it in pieces (a range is rounded out to them, and a mapping is
+ * shared by every window whose range it holds): state segments and post
+ * slots by pages, four segments to a page (osc_ucxx_memory.c), so that no
+ * peer maps a page of state it does not use; window memory in 16 KiB
+ * granules, which hold several small windows of a window arena, so that
+ * the next window's first access maps nothing new (a mapping is most of
+ * a first access's cost).  A mapping cannot grow in place: the addresses
+ * next to it are the next peer's mapping. */
+#define OSC_UCXX_SEG_MAP_PAGE ((uint64_t) opal_getpagesize())
+#define OSC_UCXX_SEG_MAP_GRANULE ((uint64_t) 16 * 1024)
 /* Not in our file (user memory, an MPI_Win_allocate_shared segment, none). */
 #define OSC_UCXX_SEG_NONE UINT64_MAX
 

@@ -27,8 +27,9 @@
  *     memory take them (the origin of an accumulate on mapped memory, or the
  *     target applying an accumulate message); others send their accumulates
  *     to the target (osc_ucxx_acc_am.c).
- *   - serve, posts[i]: CPU only.  Only peers that map our state write them
- *     (posts[i] has one writer, rank i), and we only read them.
+ *   - serve, post slot i (module->posts): CPU only.  Only peers that map
+ *     our state write them (slot i has one writer, rank i), and we only
+ *     read them.
  *   - complete: CPU only.  Peers that map our state add to it; the others'
  *     PSCW notices are added by us, applying them (osc_ucxx_notice.c).
  *   - barrier[k]: CPU only, one writer (the process 2^k ranks before the
@@ -533,20 +534,21 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
 /* ------------------------------------------------------------------------- */
 /* PSCW */
 
-/* Do we post to `origin` through our slot in its state segment?  Only
- * `origin`'s own view decides how it looks for our posts, and it looks at
- * both the slot and the message list, so either way arrives. */
+/* Do we post to `origin` through our slot in its post slots (mapped here
+ * with its state segment's place for them)?  Only `origin`'s own view
+ * decides how it looks for our posts, and it looks at both the slot and
+ * the message list, so either way arrives. */
 bool ompi_osc_ucxx_state_post_by_slot(ompi_osc_ucxx_module_t *module, int origin)
 {
     return module->rank < OSC_UCXX_POST_SLOTS && origin != module->rank &&
-           NULL != ompi_osc_ucxx_direct_state(module, origin);
+           NULL != ompi_osc_ucxx_peer_post_slot(module, origin);
 }
 
 int ompi_osc_ucxx_state_post(ompi_osc_ucxx_module_t *module, int origin)
 {
-    ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(module, origin);
-    __atomic_fetch_add(&state->posts[module->rank], 1, __ATOMIC_ACQ_REL);
-    ompi_osc_ucxx_audit(module, origin, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(posts) + module->rank * sizeof(uint64_t),
+    volatile uint64_t *slot = ompi_osc_ucxx_peer_post_slot(module, origin);
+    __atomic_fetch_add(slot, 1, __ATOMIC_ACQ_REL);
+    ompi_osc_ucxx_audit(module, origin, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE_POST(module->rank),
                         OSC_UCXX_AUDIT_CPU);
     return OMPI_SUCCESS;
 }
@@ -554,7 +556,7 @@ int ompi_osc_ucxx_state_post(ompi_osc_ucxx_module_t *module, int origin)
 uint64_t ompi_osc_ucxx_state_posts_from(ompi_osc_ucxx_module_t *module, int from)
 {
     if (from >= OSC_UCXX_POST_SLOTS) return 0;
-    return __atomic_load_n(&module->state->posts[from], __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&module->posts.slots[from], __ATOMIC_ACQUIRE);
 }
 
 /* One CPU atomic, whatever the policy: the word is CPU-only.  Origins that

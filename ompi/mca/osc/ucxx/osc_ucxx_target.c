@@ -76,8 +76,8 @@ void ompi_osc_ucxx_prefault_range(ompi_osc_ucxx_module_t *module, int target, ch
 /* ------------------------------------------------------------------------- */
 /* Links and rkeys */
 
-/* A peer whose state segment heads its window's allocation (MPI_Win_allocate,
- * osc_ucxx_window.c) publishes one rkey for both: no state rkey of its own. */
+/* A peer that published no state rkey of its own reaches its state with
+ * its data rkey (none does now: every state segment is a state arena's). */
 static inline bool state_in_data(const ompi_osc_ucxx_module_t *module, int target)
 {
     return 0 == module->rkeys[target].state_len;
@@ -314,9 +314,10 @@ static void peer_drop(ompi_osc_ucxx_module_t *module, int target)
     peer->whole = false;
     peer->direct_data = NULL;
     peer->direct_state = NULL;
+    peer->post_slot = NULL;
     free(peer->prefaulted);
     peer->prefaulted = NULL;
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 3; ++k) {
         ompi_osc_ucxx_ptab_unmap(peer->maps[k]);
         peer->maps[k] = NULL;
     }
@@ -370,7 +371,7 @@ void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module)
 
     for (int i = 0; NULL != module->peers && i < module->size; ++i) {
         ompi_osc_ucxx_peer_t *peer = &module->peers[i];
-        for (int k = 0; k < 2; ++k) ompi_osc_ucxx_ptab_unmap(peer->maps[k]);
+        for (int k = 0; k < 3; ++k) ompi_osc_ucxx_ptab_unmap(peer->maps[k]);
         if (NULL != peer->ent) ompi_osc_ucxx_ptab_user_remove(peer->ent, module, i);
     }
     for (int w = 0; NULL != tab && w < tab->cap; ++w) {
@@ -435,21 +436,21 @@ static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_p
     uint64_t data_off = peer_data_off(module, target);
     uint64_t state_off = peer_state_off(module, target);
 
-    if (MPI_WIN_FLAVOR_ALLOCATE == module->flavor && OSC_UCXX_SEG_NONE != data_off) {
-        /* its state pages, then its window memory (osc_ucxx_window.c) */
-        size_t span = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
-        char *p = ompi_osc_ucxx_ptab_map(e, data_off,
-                                         span + ompi_osc_ucxx_peer_size(module, target),
-                                         &peer->maps[0]);
-        if (NULL != p) {
-            peer->direct_state = (ompi_osc_ucxx_state_t *) p;
-            peer->direct_data = p + span;
-        }
-        return;
-    }
     if (OSC_UCXX_SEG_NONE != state_off) {
         peer->direct_state = (ompi_osc_ucxx_state_t *) ompi_osc_ucxx_ptab_map(
-            e, state_off, module->state_size, &peer->maps[1]);
+            e, state_off, module->state_size, OSC_UCXX_SEG_MAP_PAGE, &peer->maps[1]);
+    }
+    if (NULL != peer->direct_state && MPI_WIN_FLAVOR_ALLOCATE == module->flavor &&
+        OSC_UCXX_SEG_NONE != data_off) {
+        /* (both or neither: its memory by UCX, its state by loads, is no path) */
+        peer->direct_data = ompi_osc_ucxx_ptab_map(e, data_off,
+                                                   ompi_osc_ucxx_peer_size(module, target),
+                                                   OSC_UCXX_SEG_MAP_GRANULE, &peer->maps[0]);
+        if (NULL == peer->direct_data) {
+            ompi_osc_ucxx_ptab_unmap(peer->maps[1]);
+            peer->maps[1] = NULL;
+            peer->direct_state = NULL;
+        }
     }
     if (NULL != peer->direct_state && NULL != module->shseg) {
         /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
@@ -490,6 +491,29 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
 out:
     OSC_UCXX_UNLOCK(&module->setup_lock);
     if (NULL != e) ompi_osc_ucxx_ptab_trim(e);
+}
+
+/* The page of the peer's post slots that holds ours, where its state is
+ * mapped (the state says where they lie in its shared memory). */
+volatile uint64_t *ompi_osc_ucxx_peer_post_slot(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(module, target);
+    uint64_t at;
+
+    if (OPAL_LIKELY(NULL != peer->post_slot) || NULL == state || target == module->rank ||
+        module->rank >= OSC_UCXX_POST_SLOTS) {
+        return peer->post_slot;
+    }
+    at = state->posts_at.value;
+    OSC_UCXX_LOCK(&module->setup_lock);
+    if (NULL == peer->post_slot && NULL != peer->ent && OSC_UCXX_SEG_NONE != at) {
+        peer->post_slot = (volatile uint64_t *) ompi_osc_ucxx_ptab_map(
+            peer->ent, at + (uint64_t) module->rank * sizeof(uint64_t), sizeof(uint64_t),
+            OSC_UCXX_SEG_MAP_PAGE, &peer->maps[2]);
+    }
+    OSC_UCXX_UNLOCK(&module->setup_lock);
+    return peer->post_slot;
 }
 
 /* ------------------------------------------------------------------------- */

@@ -59,11 +59,14 @@ struct ompi_osc_ucxx_peer_t {
     /* 2 MiB chunks of direct_data whose pages this process has populated
      * (a bit each, made at the first large copy: ompi_osc_ucxx_prefault) */
     uint64_t *volatile prefaulted;
+    /* Our PSCW post slot in its post slots, mapped at our first post to it
+     * (ompi_osc_ucxx_peer_post_slot) */
+    volatile uint64_t *post_slot;
     /* The peer table's entry while this window uses the peer, and the
      * ranges of its memory mapped for this window (osc_ucxx_ptab.c): the
-     * window memory with its state pages (MPI_Win_allocate), the state. */
+     * window memory (MPI_Win_allocate), the state, the post slot. */
     ompi_osc_ucxx_pent_t *ent;
-    ompi_osc_ucxx_pmap_t *maps[2];
+    ompi_osc_ucxx_pmap_t *maps[3];
 };
 
 struct ompi_osc_ucxx_link_t {
@@ -323,6 +326,10 @@ ompi_osc_ucxx_direct_state(ompi_osc_ucxx_module_t *module, int target)
     }
     return peer->direct_state;
 }
+
+/* Our post slot in the peer's post slots, mapped here on first use; NULL
+ * where its state is not mapped here. */
+volatile uint64_t *ompi_osc_ucxx_peer_post_slot(ompi_osc_ucxx_module_t *module, int target);
 
 /* Is all of the peer's window memory mapped here? */
 static inline bool ompi_osc_ucxx_fully_mapped(ompi_osc_ucxx_module_t *module, int target)

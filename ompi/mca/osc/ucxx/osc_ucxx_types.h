@@ -265,11 +265,26 @@ typedef struct {
 /* ------------------------------------------------------------------------- */
 /* The state segment                                                         */
 
-/* Every window exposes one (UCX-allocated, so one-sided on a node; for
- * MPI_Win_allocate the pages before the window memory, in the same
- * allocation and under the same rkey: osc_ucxx_window.c).  Each
- * word sits on its own cache line: they are hit by different processes for
- * different reasons.  Only osc_ucxx_state.c touches these words. */
+/* Every window exposes one: a lock word, counters, exclusion words, of the
+ * same size whatever the number of processes, so that a process's state
+ * segments lie densely in its state arenas (osc_ucxx_memory.c) and a peer
+ * maps a page of them for four windows (an MPI_Win_allocate window's too:
+ * not in its memory's pages).  Only osc_ucxx_state.c touches these words.
+ *
+ * Words that different processes change for different reasons, and every
+ * word UCX may apply atomics to (lock, fence, dyn_gen), sit on a cache line
+ * of their own (ompi_osc_ucxx_word_t).  The others are packed 8 bytes apart
+ * (ompi_osc_ucxx_slot_t): the fence barrier's slots (one writer each), the
+ * accumulate stripe locks (CPU atomics only, and the processes that take
+ * them work on the window memory, whose lines they share anyway), and the
+ * owner's core with the post array's place.  Packing never puts a word of
+ * one kind of atomics next to one of the other on a line.
+ *
+ * PSCW post slots (one per origin rank, up to OSC_UCXX_POST_SLOTS) are not
+ * here: they grow with the window's size, and only PSCW needs them, so they
+ * are an allocation of their own (a post arena's), whose place in the
+ * owner's shared memory `posts_at` gives; a peer maps the page of its slot
+ * at its first post (ompi_osc_ucxx_peer_post_slot). */
 #define OSC_UCXX_STRIPES 32          /* accumulate stripe locks */
 #define OSC_UCXX_STRIPES_ALL 0xffffffffu  /* a mask that takes acc_all instead */
 #define OSC_UCXX_POST_SLOTS 1024     /* PSCW post slots (origin ranks below) */
@@ -280,6 +295,10 @@ typedef struct {
     char pad[56];
 } ompi_osc_ucxx_word_t;
 
+typedef struct {
+    volatile uint64_t value;
+} ompi_osc_ucxx_slot_t;
+
 typedef struct ompi_osc_ucxx_state_t {
     ompi_osc_ucxx_word_t lock;       /* passive-target lock word */
     ompi_osc_ucxx_word_t complete;   /* PSCW: access epochs completed on us */
@@ -288,32 +307,33 @@ typedef struct ompi_osc_ucxx_state_t {
     ompi_osc_ucxx_word_t serve;      /* peers on the node that need our CPU */
     ompi_osc_ucxx_word_t am_exec;    /* user active messages: handlers running on our
                                       * memory (a reader/writer word like lock) */
-    /* Fence barrier (osc_ucxx_state.c): slot k holds the last barrier that
-     * the process 2^k ranks before us reached; one writer each. */
-    volatile uint64_t barrier[OSC_UCXX_BARRIER_ROUNDS] __attribute__((aligned(64)));
-    ompi_osc_ucxx_word_t cpu;        /* ... and the core its owner entered the last on */
     ompi_osc_ucxx_word_t acc_all;    /* accumulates: held by one bulk accumulate
                                       * that excludes every stripe at once */
-    ompi_osc_ucxx_word_t acc_locks[OSC_UCXX_STRIPES];  /* stripe s covers the
+    /* Written by the owner alone: the core it entered the last fence
+     * barrier on, and (once, at creation) where its post slots lie in its
+     * shared memory (OSC_UCXX_SEG_NONE: nowhere a peer maps). */
+    ompi_osc_ucxx_slot_t cpu;
+    ompi_osc_ucxx_slot_t posts_at;
+    char pad[48];
+    /* Fence barrier (osc_ucxx_state.c): slot k holds the last barrier that
+     * the process 2^k ranks before us reached; one writer each. */
+    volatile uint64_t barrier[OSC_UCXX_BARRIER_ROUNDS];
+    ompi_osc_ucxx_slot_t acc_locks[OSC_UCXX_STRIPES];  /* stripe s covers the
                                       * window's blocks b (the target's block
                                       * size: peer->acc_shift) with
                                       * ompi_osc_ucxx_stripe_of(b) == s */
-    /* PSCW: slot i counts the posts rank i made to us, where rank i reaches
-     * our state by loads and stores; other ranks post by active message. */
-    uint64_t posts[];
 } ompi_osc_ucxx_state_t;
 
 /* Byte offset of a word in the segment (what UCX atomics address). */
 #define OSC_UCXX_STATE(field) offsetof(ompi_osc_ucxx_state_t, field)
+/* Post slot i, named as if it followed the segment (the atomics audit). */
+#define OSC_UCXX_STATE_POST(i) (sizeof(ompi_osc_ucxx_state_t) + (size_t) (i) * sizeof(uint64_t))
 
 _Static_assert(sizeof(ompi_osc_ucxx_word_t) == 64, "one word per cache line");
 _Static_assert(OSC_UCXX_STATE(lock) == 0, "the lock word leads the segment");
-_Static_assert(OSC_UCXX_BARRIER_ROUNDS * sizeof(uint64_t) % 64 == 0,
-               "the barrier slots fill whole cache lines");
-_Static_assert(OSC_UCXX_STATE(acc_locks) % 64 == 0 &&
-               OSC_UCXX_STATE(posts) == OSC_UCXX_STATE(acc_locks) + 64 * OSC_UCXX_STRIPES,
-               "stripe locks are 64 bytes apart, the post slots follow them");
-_Static_assert(OSC_UCXX_STATE(posts) % 64 == 0, "post slots start on a cache line");
+_Static_assert(OSC_UCXX_STATE(barrier) % 64 == 0 && OSC_UCXX_STATE(acc_locks) % 64 == 0,
+               "the barrier slots and the stripe locks start on cache lines of their own");
+_Static_assert(sizeof(ompi_osc_ucxx_state_t) == 1024, "four segments in 4 KiB");
 
 /* Lock word: readers count in the low 32 bits, a writer sets bit 32.
  * Target-managed locks (osc_ucxx_lockq.c): the owner sets bit 40 while

@@ -50,8 +50,8 @@ typedef struct {
     uint64_t base;
     uint64_t size;
     uint64_t state;
-    uint64_t data_off, state_off;  /* where its window memory (MPI_Win_allocate's, with its
-                                    * state pages) and state lie in its shared memory */
+    uint64_t data_off, state_off;  /* where its window memory (MPI_Win_allocate's) and
+                                    * state lie in its shared memory */
     ompi_osc_ucxx_segid_t id;      /* how to map it, and cross-memory attach's probe */
     int32_t disp_unit;
     uint32_t data_rkey_len;
@@ -413,14 +413,17 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_uam_release(module);  /* before the links its messages use */
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
-    if (NULL != module->data_memh && 0 != module->data_len) {
-        /* MPI_Win_allocate's: the state heads it */
-        ompi_osc_ucxx_mem_give(module->state, module->data_memh, module->data_len,
+    if (NULL != module->data_memh && 0 != module->data_len) {  /* MPI_Win_allocate's */
+        ompi_osc_ucxx_mem_give(module->base, module->data_memh, module->data_len,
                                module->data_serial, module->data_off);
     } else if (NULL != module->data_memh) {
         ucp_mem_unmap(OSC_UCXX.context, module->data_memh);
     }
     ompi_osc_ucxx_share_segment_free(module->shseg);  /* after its registration */
+    if (NULL != module->posts.memh) {
+        ompi_osc_ucxx_mem_give((void *) module->posts.slots, module->posts.memh,
+                               module->posts.len, module->posts.serial, module->posts.off);
+    }
     if (NULL != module->state_memh) {
         ompi_osc_ucxx_mem_give(module->state, module->state_memh, module->state_len,
                                module->state_serial, module->state_off);
@@ -518,15 +521,13 @@ static bool machine_can_hold(size_t len)
     return len / si.mem_unit <= (size_t) si.totalram + si.totalswap;
 }
 
-/* The window's memory: allocated by UCX where we allocate it, so peers on
- * the node get true one-sided access; registered where the user owns it.
- * An allocated window and its state segment are one piece of memory, the
- * state on the first page(s), the window from the next page on: one rkey, so
- * creating, mapping (each peer, each worker's link), unmapping and freeing
- * cost one shared-memory segment instead of two (with UCX's sysv transport a
- * shmget/shmat/shmdt each), and none where the piece comes from an arena (small windows:
- * osc_ucxx_memory.c).  Failures are this process's; the caller makes them
- * everyone's. */
+/* The window's memory: ours where we allocate it (osc_ucxx_memory.c), so
+ * peers on the node map it; registered where the user owns it.  An
+ * allocated window's state segment is not in its pages but in a state
+ * arena, with other windows' (as every window's): a peer maps a page of
+ * state for four windows and the window's own pages, and reaches the state
+ * through UCX with the arena's rkey, unpacked once for all of its windows.
+ * Failures are this process's; the caller makes them everyone's. */
 static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t size, int flavor,
                          opal_info_t *info)
 {
@@ -536,21 +537,16 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
         module->base = NULL;
         *base = NULL;
         if (size > 0) {
-            size_t span = OPAL_ALIGN(module->state_size, opal_getpagesize(), size_t);
             void *all = NULL;
-            module->data_len = span + size;
-            if (size > SIZE_MAX - span || !machine_can_hold(module->data_len)) {
+            if (!machine_can_hold(size)) {
                 opal_show_help("help-osc-ucxx.txt", "window too large", true, size,
                                "the machine's memory and swap together");
-                module->data_len = 0;
                 return MPI_ERR_NO_MEM;
             }
-            rc = ompi_osc_ucxx_window_take(module->data_len, &all, &module->data_memh,
-                                           &module->data_serial, &module->data_len,
-                                           &module->data_off);
+            rc = ompi_osc_ucxx_window_take(size, &all, &module->data_memh, &module->data_serial,
+                                           &module->data_len, &module->data_off);
             if (OMPI_SUCCESS != rc) return rc;
-            module->state = all;
-            module->base = (char *) all + span;
+            module->base = all;
         }
         *base = module->base;
     } else if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
@@ -583,21 +579,34 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
     return OMPI_SUCCESS;
 }
 
-/* The state segment, zeroed: from a state arena (osc_ucxx_memory.c) where
- * it is not at the head of the window's allocation. */
+/* The PSCW post slots, zeroed, a slot per origin rank below
+ * OSC_UCXX_POST_SLOTS, from a post arena (osc_ucxx_memory.c); the state
+ * says where they lie for the peers that map it. */
+static int posts_memory(ompi_osc_ucxx_module_t *module)
+{
+    size_t n = (size_t) (module->size < OSC_UCXX_POST_SLOTS ? module->size
+                                                            : OSC_UCXX_POST_SLOTS);
+    void *slots = NULL;
+    int rc = ompi_osc_ucxx_posts_take(n * sizeof(uint64_t), &slots, &module->posts.memh,
+                                      &module->posts.serial, &module->posts.len,
+                                      &module->posts.off);
+    if (OMPI_SUCCESS != rc) return rc;
+    module->posts.slots = slots;
+    module->state->posts_at.value = module->posts.off;
+    return OMPI_SUCCESS;
+}
+
+/* The state segment, zeroed, from a state arena (osc_ucxx_memory.c); and
+ * the post slots. */
 static int state_memory(ompi_osc_ucxx_module_t *module)
 {
-    if (NULL == module->state) {
-        void *state = NULL;
-        int rc = ompi_osc_ucxx_state_take(module->state_size, &state, &module->state_memh,
-                                          &module->state_serial, &module->state_len,
-                                          &module->state_off);
-        if (OMPI_SUCCESS != rc) return rc;
-        module->state = state;
-        return OMPI_SUCCESS;
-    }
-    memset(module->state, 0, module->state_size);
-    return OMPI_SUCCESS;
+    void *state = NULL;
+    int rc = ompi_osc_ucxx_state_take(module->state_size, &state, &module->state_memh,
+                                      &module->state_serial, &module->state_len,
+                                      &module->state_off);
+    if (OMPI_SUCCESS != rc) return rc;
+    module->state = state;
+    return posts_memory(module);
 }
 
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
@@ -636,10 +645,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->size = ompi_comm_size(module->comm);
 
     /* The state segment: lock word and counters (osc_ucxx_state.c). */
-    module->state_size = sizeof(ompi_osc_ucxx_state_t) +
-                         sizeof(uint64_t) * (size_t) (module->size < OSC_UCXX_POST_SLOTS
-                                                          ? module->size
-                                                          : OSC_UCXX_POST_SLOTS);
+    module->state_size = sizeof(ompi_osc_ucxx_state_t);
 
     rc = window_memory(module, base, size, flavor, info);
     if (OMPI_SUCCESS == rc) rc = state_memory(module);

@@ -63,18 +63,25 @@ struct ompi_osc_ucxx_module_t {
     size_t len;
     int disp_unit;
     ucp_mem_h data_memh;
-    ucp_mem_h state_memh;           /* (not where the state heads data_memh): an
-                                     * arena's, or its own (osc_ucxx_memory.c) */
+    ucp_mem_h state_memh;           /* a state arena's (osc_ucxx_memory.c) */
     size_t state_len;               /* bytes of it the state holds */
-    size_t data_len;                /* MPI_Win_allocate: bytes of data_memh (state
-                                     * pages + window), kept for reuse at free */
+    size_t data_len;                /* MPI_Win_allocate: bytes of data_memh, kept
+                                     * for reuse at free */
     uint32_t data_serial, state_serial;  /* the allocations' serials (0: user memory
                                           * or not keepable; ompi_osc_ucxx_rkey_take) */
     uint64_t data_off, state_off;   /* ... where in our shared memory (osc_ucxx_seg.c;
-                                     * MPI_Win_allocate's: its state pages first), or
+                                     * MPI_Win_allocate's window memory), or
                                      * OSC_UCXX_SEG_NONE */
     ompi_osc_ucxx_state_t *state;   /* our state segment (osc_ucxx_state.c) */
     size_t state_size;
+    struct {                        /* our PSCW post slots (osc_ucxx_state.c), a post
+                                     * arena's (osc_ucxx_memory.c) */
+        volatile uint64_t *slots;
+        ucp_mem_h memh;
+        size_t len;
+        uint32_t serial;
+        uint64_t off;
+    } posts;
     ompi_osc_ucxx_shseg_t *shseg;   /* MPI_Win_allocate_shared: the group's segment */
 
     /* Peers (osc_ucxx_target.h): what we keep per peer, and the links each
@@ -302,7 +309,7 @@ void ompi_osc_ucxx_wcomm_put(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_wcomm_fini(void);
 /* Window memory (osc_ucxx_memory.c): UCX registration of memory (or
  * allocation) (`serial`: the number peers keep its rkey by, 0 for none);
- * state segments (zeroed) and MPI_Win_allocate memory (not), in our shared
+ * state segments and post slots (zeroed) and MPI_Win_allocate memory (not), in our shared
  * memory (`*off`: where in it, or OSC_UCXX_SEG_NONE), from arenas shared
  * by the windows alive where small, else of their own (a freed window's
  * where one fits); take sets `*len` to what it gives, mem_give gives it
@@ -311,6 +318,8 @@ int ompi_osc_ucxx_mem_map(void **addr, size_t len, bool allocate, ucp_mem_h *mem
                           uint32_t *serial);
 void ompi_osc_ucxx_state_warm(void);
 int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_t *serial,
+                             size_t *len, uint64_t *off);
+int ompi_osc_ucxx_posts_take(size_t size, void **posts, ucp_mem_h *memh, uint32_t *serial,
                              size_t *len, uint64_t *off);
 int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_t *serial,
                               size_t *len, uint64_t *off);
