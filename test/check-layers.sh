@@ -4,7 +4,7 @@
 #
 # docs/architecture.md says it all: under "## Layers", a table whose rows
 # start with a layer number and name the files of that layer (the .c files
-# count here); under "## Where the code does not follow the layers yet", the
+# count here); under "## Uses across the layers by design", the
 # exceptions, one row per pair of files: the file that uses, the file that
 # defines (or `*`: any file uses), the names (without the ompi_osc_ucxx_
 # prefix), why.  A file may use what its own layer and the layers below
@@ -49,7 +49,7 @@ awk -v layers="$tmp/layers" -v known="$tmp/known" '
                 print substr(rest, RSTART, RLENGTH), cell[2] > layers
                 rest = substr(rest, RSTART + RLENGTH)
             }
-        } else if (section ~ /^## Where the code does not follow/) {
+        } else if (section ~ /^## Uses across the layers by design/) {
             from = cell[2]; to = cell[3]; gsub(/`/, "", from); gsub(/`/, "", to)
             if (from !~ /^(\*|osc_ucxx_.*\.c)$/ || to !~ /^osc_ucxx_.*\.c$/) next
             m = split(cell[4], name, ",")

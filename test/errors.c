@@ -4,7 +4,8 @@
  *   MPI_ERR_RMA_SYNC:  put / get / flush outside any epoch (also put after a
  *                      closing fence(MPI_MODE_NOSUCCEED)); unlock without
  *                      lock; unlock_all without lock_all; unlock of a target
- *                      other than the locked one (the real epoch then closes).
+ *                      other than the locked one (the real epoch then closes);
+ *                      MPI_Win_free inside a lock or lock_all epoch.
  *   MPI_ERR_RMA_RANGE: put / get past the end of the target's window
  *                      (entirely past it, and straddling the end), at a
  *                      negative displacement and at one whose byte offset
@@ -128,6 +129,15 @@ static void run(int flavor)
            "lock inside a lock_all epoch");
     TU_MPI(MPI_Win_unlock_all(w->win));
     still_works(w, "lock conflicts");
+    /* MPI_Win_free inside an epoch is refused and leaves the window whole
+     * (every rank calls it, as the collective free would be) */
+    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, w->win));
+    EXPECT(MPI_Win_free(&w->win), MPI_ERR_RMA_SYNC, "free inside a lock epoch");
+    TU_MPI(MPI_Win_unlock(next, w->win));
+    TU_MPI(MPI_Win_lock_all(0, w->win));
+    EXPECT(MPI_Win_free(&w->win), MPI_ERR_RMA_SYNC, "free inside a lock_all epoch");
+    TU_MPI(MPI_Win_unlock_all(w->win));
+    still_works(w, "free inside an epoch");
 
     /* ---- MPI_ERR_RMA_RANGE ---- */
     TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, w->win));

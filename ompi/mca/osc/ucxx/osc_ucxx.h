@@ -4,7 +4,7 @@
  *
  * osc/ucxx: MPI one-sided communication over UCX with per-thread workers.
  *
- * The top layer: the osc entry points the module table names (window.c),
+ * The top layer: the osc entry points the module table names (osc_ucxx_component.c),
  * grouped by the file that implements them, and the few calls one concern
  * makes into another.  The layers below are listed in osc_ucxx_types.h.
  *
@@ -109,9 +109,6 @@ int ompi_osc_ucxx_flush(int target, struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_all(struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_local(int target, struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_local_all(struct ompi_win_t *win);
-/* MPI_Win_shared_query (osc_ucxx_window.c) */
-int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
-                               void *baseptr);
 
 /* The extension table libmpix_ucxx calls (osc_ucxx_ext.c) */
 extern const struct ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext;

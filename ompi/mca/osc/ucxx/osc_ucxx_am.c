@@ -32,6 +32,7 @@
 #include "opal/class/opal_list.h"
 
 #include "osc_ucxx_am.h"
+#include "osc_ucxx_state.h"
 
 /* Deferred work: a copy of a message or a reply to send. */
 typedef struct {

@@ -2,7 +2,11 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * The MCA component: parameters, which windows we take, and the module table.
+ * The MCA component: parameters, which windows we take, init and the order
+ * of finalize, the module table and the entry points that span the layers
+ * (MPI_Win_free, MPI_Win_shared_query), and what the layers above the
+ * window make and drop in it, in their order (osc_ucxx_window.c calls
+ * through the table this file gives it).
  */
 
 #include "ompi_config.h"
@@ -14,8 +18,10 @@
 #include "osc_ucxx_acc.h"
 #include "osc_ucxx_cma.h"
 #include "osc_ucxx_dynamic.h"
+#include "osc_ucxx_ext.h"
 #include "osc_ucxx_uam.h"
 #include "osc_ucxx_notice.h"
+#include "osc_ucxx_share.h"
 #include "osc_ucxx_lockq.h"
 
 static int component_register(void);
@@ -168,14 +174,82 @@ static void progress_thread_param(void)
     if (NULL != names) OBJ_RELEASE(names);
 }
 
+/* MPI_Win_shared_query (MPI 4.1: any flavor).  Answers with a pointer
+ * wherever this process can load and store all of the rank's window memory:
+ *   - MPI_Win_allocate_shared: the rank's segment in our mapping of the
+ *     group's object (size 0: NULL);
+ *   - MPI_Win_allocate and MPI_Win_create: our own memory; a peer's where
+ *     UCX maps it here (allocated windows on the node, ucp_rkey_ptr);
+ * and with size 0 and NULL everywhere else (peers' MPI_Win_create memory,
+ * which stays private to them; peers on other nodes, osc_ucxx_direct=0,
+ * every rank of a dynamic window, whose memory is attached later).
+ * MPI_PROC_NULL names the lowest rank whose window is not empty.  Here, at
+ * the top, because it may map a peer (osc_ucxx_target.c), as osc/rdma and
+ * osc/ucx have it in their component file. */
+static void *query_base(ompi_osc_ucxx_module_t *module, int rank)
+{
+    char *direct;
+
+    if (0 == ompi_osc_ucxx_peer_size(module, rank) || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        return NULL;
+    }
+    if (NULL != module->shseg) {
+        return module->shseg->map + module->shseg->offsets[rank];
+    }
+    if (rank == module->rank) {
+        return module->base;
+    }
+    direct = ompi_osc_ucxx_direct(module, rank);
+    if (NULL != direct) {
+        /* the program holds it now: the peer table keeps it mapped */
+        module->peers[rank].pinned = true;
+    }
+    return direct;     /* (direct_data stands for the peer's base) */
+}
+
+static int shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
+                        void *baseptr)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+    void *base;
+
+    if (MPI_PROC_NULL == rank) {
+        for (rank = 0; rank < module->size - 1 && 0 == ompi_osc_ucxx_peer_size(module, rank);
+             ++rank) {
+        }
+    } else if (rank < 0 || rank >= module->size) {
+        return MPI_ERR_RANK;
+    }
+    base = query_base(module, rank);
+    *size = NULL == base ? 0 : (size_t) ompi_osc_ucxx_peer_size(module, rank);
+    *disp_unit = ompi_osc_ucxx_peer_disp(module, rank);
+    *(void **) baseptr = base;
+    return OMPI_SUCCESS;
+}
+
+/* MPI_Win_free: refused in an epoch (the collective handle's; a duplicate's
+ * free is local), then this process's operations complete, then nobody
+ * touches the window again (osc_ucxx_window.c). */
+static int win_free(struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    int rc;
+
+    if (view->original && ompi_osc_ucxx_epoch_busy(view->core)) {
+        return OMPI_ERR_RMA_SYNC;
+    }
+    rc = ompi_osc_ucxx_flush_module(view->core, -1, NULL);
+    return OMPI_SUCCESS == rc ? ompi_osc_ucxx_window_free(win) : rc;
+}
+
 /* The osc module table every handle starts from (osc_ucxx.h declares the
  * entry points); each handle then takes the accumulate entry points for the
  * CPU's vector width. */
 static const ompi_osc_base_module_t module_template = {
-    .osc_win_shared_query = ompi_osc_ucxx_shared_query,
+    .osc_win_shared_query = shared_query,
     .osc_win_attach = ompi_osc_ucxx_attach,
     .osc_win_detach = ompi_osc_ucxx_detach,
-    .osc_free = ompi_osc_ucxx_free,
+    .osc_free = win_free,
 
     .osc_put = ompi_osc_ucxx_put,
     .osc_get = ompi_osc_ucxx_get,
@@ -208,11 +282,50 @@ static const ompi_osc_base_module_t module_template = {
     .osc_flush_local_all = ompi_osc_ucxx_flush_local_all,
 };
 
-static void fill_entries(ompi_osc_base_module_t *m)
+/* ------------------------------------------------------------------------- */
+/* What the layers above the window keep in it (osc_ucxx_window.c calls
+ * these through the table below). */
+
+/* A new handle: its module table, and the extension table libmpix_ucxx
+ * finds it by. */
+static void view_init(ompi_osc_ucxx_view_t *view)
 {
-    *m = module_template;
-    ompi_osc_ucxx_acc_entries(m);
+    view->super = module_template;
+    ompi_osc_ucxx_acc_entries(&view->super);
+    view->ext = &ompi_osc_ucxx_ext;
 }
+
+/* A new core's access epoch object (none in force yet); the rest of the
+ * layers above set their parts up on first use. */
+static int core_init(ompi_osc_ucxx_module_t *module)
+{
+    module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
+    return NULL == module->access ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
+}
+
+/* A core goes (its last handle freed; or its creation failed, part made):
+ * every epoch is closed and our operations are complete.  The protocols'
+ * state first (the target's lock queue, the origin's deferred lock
+ * requests, user active messages), while the links their messages went
+ * on still exist; then the links (rkeys, endpoints' rows, peers'
+ * mappings, region caches); then the regions still attached to a dynamic
+ * window; the epoch object last.  The window's memory goes after
+ * (osc_ucxx_window.c). */
+static void core_fini(ompi_osc_ucxx_module_t *module)
+{
+    ompi_osc_ucxx_lockq_release(module);
+    ompi_osc_ucxx_lazy_release(module);
+    ompi_osc_ucxx_uam_release(module);
+    ompi_osc_ucxx_links_release(module);
+    ompi_osc_ucxx_dyn_release(module);
+    if (NULL != module->access) OBJ_RELEASE(module->access);
+}
+
+static const ompi_osc_ucxx_window_above_t window_above = {
+    .view_init = view_init,
+    .core_init = core_init,
+    .core_fini = core_fini,
+};
 
 static int component_register(void)
 {
@@ -315,7 +428,7 @@ static bool windows_ours(void)
 
 static int component_open(void)
 {
-    ompi_osc_ucxx_window_entries(fill_entries);
+    ompi_osc_ucxx_window_above(&window_above);
     OSC_UCXX.output = opal_output_open(NULL);
     opal_output_set_verbosity(OSC_UCXX.output, OSC_UCXX.verbose);
     ompi_osc_ucxx_audit_init();
@@ -375,7 +488,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     ompi_osc_ucxx_info_probe();
     OSC_UCXX.acc_vector_used = acc_vector_bytes(OSC_UCXX.acc_vector);
     messages_init();
-    ompi_osc_ucxx_target_init();    /* the peer table's hooks */
+    ompi_osc_ucxx_target_init(ompi_osc_ucxx_dyn_cache_free);  /* the peer table's hooks */
     if (ompi_osc_ucxx_context_warm()) {  /* if component_open started UCX */
         ompi_osc_ucxx_state_warm();
     }

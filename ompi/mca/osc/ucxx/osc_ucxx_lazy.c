@@ -119,7 +119,7 @@ static void record_free(ompi_osc_ucxx_lazy_t *rec)
     free(rec);
 }
 
-static void lazy_release(ompi_osc_ucxx_module_t *module)
+void ompi_osc_ucxx_lazy_release(ompi_osc_ucxx_module_t *module)
 {
     ompi_osc_ucxx_lazy_t *rec = module->lazy_spare;
     if (NULL != rec) {
@@ -664,5 +664,4 @@ void ompi_osc_ucxx_lazy_init(void)
 {
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_LOCK_REPLY, reply_handler);
     ompi_osc_ucxx_state_managed(managed_lock, managed_unlock);
-    ompi_osc_ucxx_window_free_hook(lazy_release);
 }

@@ -402,7 +402,7 @@ static int work_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, siz
 }
 
 /* MPI_Win_free: nobody waits any more (every epoch is closed). */
-static void lockq_release(ompi_osc_ucxx_module_t *module)
+void ompi_osc_ucxx_lockq_release(ompi_osc_ucxx_module_t *module)
 {
     ompi_osc_ucxx_lockq_t *q = module->lockq;
 
@@ -426,5 +426,4 @@ void ompi_osc_ucxx_lockq_am_init(void)
     ompi_osc_ucxx_am_define(OSC_UCXX_AM_LOCK, lock_handler, NULL,
                             OSC_UCXX_AM_SERVED | OSC_UCXX_AM_IN_ORDER);
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_LOCK_WORK, work_handler);
-    ompi_osc_ucxx_window_free_hook(lockq_release);
 }

@@ -78,8 +78,10 @@ static inline size_t ompi_osc_ucxx_lq_results(const ompi_osc_ucxx_lq_op_t *op)
 /* ------------------------------------------------------------------------- */
 /* The target (osc_ucxx_lockq.c) */
 
-/* Its message kinds and its part in freeing a window (component init). */
+/* Its message kinds (component init); the queue's part in freeing a
+ * window (the component's core_fini). */
 void ompi_osc_ucxx_lockq_am_init(void);
+void ompi_osc_ucxx_lockq_release(ompi_osc_ucxx_module_t *module);
 /* This process's own lock on its window, when taking it at once failed:
  * wait in the queue (progressing) until it is granted. */
 int ompi_osc_ucxx_lockq_wait_self(ompi_osc_ucxx_module_t *module, int type);
@@ -91,8 +93,9 @@ void ompi_osc_ucxx_lockq_serve(ompi_osc_ucxx_module_t *module);
 /* The origin (osc_ucxx_lazy.c) */
 
 /* Its message kind and the lock word's functions for the state layer
- * (component init). */
+ * (component init); its part in freeing a window (core_fini). */
 void ompi_osc_ucxx_lazy_init(void);
+void ompi_osc_ucxx_lazy_release(ompi_osc_ucxx_module_t *module);
 
 /* An operation on a target whose lock request is not sent yet
  * (OSC_UCXX_TGT_LAZY): carried in the request (OMPI_SUCCESS), or the

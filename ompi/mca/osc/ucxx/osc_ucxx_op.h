@@ -31,50 +31,6 @@ static inline int ompi_osc_ucxx_proc_null(ompi_osc_ucxx_view_t *view)
     return ompi_osc_ucxx_epoch_any(view->core) ? OMPI_SUCCESS : OMPI_ERR_RMA_SYNC;
 }
 
-/* Step 3: is [disp, disp + count elements of dt) inside the target's
- * window?  Sets the remote address of displacement `disp` (t->remote) and
- * the remote bytes the access touches, [t->lo, t->hi).  An access of no
- * bytes is in range wherever it points; dynamic windows are checked against
- * the attached regions when the path is resolved.  Inline: every operation
- * runs it. */
-static inline int ompi_osc_ucxx_window_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp,
-                                            int count, struct ompi_datatype_t *dt)
-{
-    ompi_osc_ucxx_module_t *module = t->module;
-    uint64_t base = ompi_osc_ucxx_peer_base(module, t->rank);
-    uint64_t size = ompi_osc_ucxx_peer_size(module, t->rank);
-    ptrdiff_t lb, extent, true_lb, true_extent, first, end, offset;
-
-    if (OPAL_UNLIKELY(__builtin_mul_overflow(
-            disp, (ptrdiff_t) ompi_osc_ucxx_peer_disp(module, t->rank), &offset))) {
-        return OMPI_ERR_RMA_RANGE;  /* (wrapped, it would land inside the window) */
-    }
-    t->remote = base + offset;
-    t->lo = t->hi = t->remote;
-    if (0 == count || 0 == dt->super.size) {
-        return OMPI_SUCCESS;   /* moves nothing: MPI makes it a no-op */
-    }
-    ompi_datatype_get_extent(dt, &lb, &extent);
-    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
-    first = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
-    end = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
-    t->lo = base + first;
-    t->hi = base + end;
-    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
-        return OMPI_SUCCESS;
-    }
-    if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) size)) {
-        OSC_UCXX_VERBOSE(20, "window %u: access [%td, %td) outside rank %d's %" PRIu64
-                         " bytes", module->cid, first, end, t->rank, size);
-        return OMPI_ERR_RMA_RANGE;
-    }
-    return OMPI_SUCCESS;
-}
-
-/* ... through a memory-handle view (osc_ucxx_target.c). */
-int ompi_osc_ucxx_memhandle_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
-                                  struct ompi_datatype_t *dt);
-
 static inline int ompi_osc_ucxx_op_begin(ompi_osc_ucxx_view_t *view, int rank, ptrdiff_t disp,
                                          int count, struct ompi_datatype_t *dt,
                                          ompi_osc_ucxx_target_t *t)
@@ -98,6 +54,50 @@ static inline int ompi_osc_ucxx_op_begin(ompi_osc_ucxx_view_t *view, int rank, p
         return ompi_osc_ucxx_window_range(t, disp, count, dt);
     }
     return ompi_osc_ucxx_memhandle_range(t, disp, count, dt);
+}
+
+/* Resolve the path to the target bytes [lo, hi) (remote addresses).  Here,
+ * with the prologue, not with the links (osc_ucxx_target.h): a dynamic
+ * window's path may need the region lookup (osc_ucxx_dynamic.c). */
+static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
+                                        ompi_osc_ucxx_worker_t *worker, int target,
+                                        uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    char *direct;
+
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        /* (our own regions need no link: dyn_resolve checks them directly) */
+        ompi_osc_ucxx_link_t *link =
+            target == module->rank ? NULL : ompi_osc_ucxx_link(module, worker, target);
+        ompi_osc_ucxx_dyncache_t *c = NULL == link ? NULL : link->dyn;
+        if (OPAL_LIKELY(ompi_osc_ucxx_dyn_hot(c, lo, hi))) {
+            /* the region used last, still attached: no lookup */
+            path->mapped = path->split = path->partial = false;
+            path->cma = peer->cma;
+            path->link = link;
+            path->rkey = c->hot_rkey;
+            return OMPI_SUCCESS;
+        }
+        return ompi_osc_ucxx_dyn_resolve(module, worker, target, lo, hi, path);
+    }
+    direct = ompi_osc_ucxx_direct(module, target);
+    path->partial = false;
+    path->split = false;
+    path->cma = 0;
+    if (OPAL_LIKELY(NULL != direct)) {
+        path->mapped = true;
+        path->delta = (intptr_t) direct - (intptr_t) ompi_osc_ucxx_peer_base(module, target);
+        return OMPI_SUCCESS;
+    }
+    path->mapped = false;
+    path->link = NULL;
+    path->rkey = NULL;
+    path->cma = peer->cma;
+    if (0 != path->cma) {
+        return OMPI_SUCCESS;  /* (no link: ompi_osc_ucxx_path_ucx if the kernel refuses) */
+    }
+    return ompi_osc_ucxx_path_ucx(module, worker, target, path);
 }
 
 /* Step 4.  `whole`: every element of the access takes one path, so memory

@@ -52,14 +52,22 @@
  * Everything else stays as it was: the stripe locks, serve, posts, barrier
  * and am_exec words are changed by CPU atomics only, by the processes that
  * map them and the owner.
+ * Also decided here, per process: whether its node is crowded (more
+ * processes than cores), which makes the fence barrier's waits yield
+ * sooner (osc_ucxx_state.c).  Window creation calls this right after its
+ * exchange (osc_ucxx_window.c), below every user of the policy.
  */
 
 #include "ompi_config.h"
 
+#include <sched.h>
+#include <unistd.h>
+
+#include "opal/util/proc.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
 
-#include "osc_ucxx_state.h"
+#include "osc_ucxx_window.h"
 
 #define MAPS_STATES 0x1   /* this process maps every other's state segment */
 #define MAPS_MEMORY 0x2   /* ... and all of its window memory */
@@ -109,6 +117,34 @@ static void note_modes(ompi_osc_ucxx_module_t *module)
                      "managed by the target, single elements by the stripes", module->cid);
 }
 
+/* More processes on this node than cores for them?  Then a process we
+ * wait for may be waiting for a core itself.  The cores: the machine's, or
+ * ours where we may run on several (a cpuset) and fewer than it has; a
+ * process bound to one core says nothing of the others' (bound one to a
+ * core each, they are not crowded: counting our one core, a fence barrier
+ * yielded on every wait and OSU's fence latency pattern fell behind
+ * osc/sm's). */
+static bool crowded(void)
+{
+    /* The machine's count, read once: glibc reads it from sysfs on every
+     * call (open, read, close), a good part of a dynamic window's
+     * create-attach-put-detach-free cycle (bench/rma_mh dyn_cr).  Threads
+     * racing here store the same value. */
+    static long online_cached;
+    int procs = (int) opal_process_info.num_local_peers + 1;
+    long online = __atomic_load_n(&online_cached, __ATOMIC_RELAXED);
+    cpu_set_t mine;
+
+    if (0 == online) {
+        online = sysconf(_SC_NPROCESSORS_ONLN);
+        __atomic_store_n(&online_cached, online, __ATOMIC_RELAXED);
+    }
+
+    if (online > 0 && procs > online) return true;
+    if (0 != sched_getaffinity(0, sizeof(mine), &mine)) return true;
+    return CPU_COUNT(&mine) > 1 && procs > CPU_COUNT(&mine);
+}
+
 int ompi_osc_ucxx_policy_agree(ompi_osc_ucxx_module_t *module)
 {
     static const char *kinds[] = {"the stripe locks", "CPU atomics", "UCX atomics"};
@@ -121,6 +157,7 @@ int ompi_osc_ucxx_policy_agree(ompi_osc_ucxx_module_t *module)
     module->fence_by_state = module->fence_by_state && module->state_cpu;
     module->single_kind = single_kind(module, on_node, all);
     module->lock_kind = lock_kind(module);
+    module->crowded = crowded();
     note_modes(module);
     OSC_UCXX_VERBOSE(10, "window %u: state words by %s atomics, locks %s, acc_single_intrinsic "
                      "singles by %s (every process maps %s)", module->cid,

@@ -444,34 +444,6 @@ static bool on_my_core(ompi_osc_ucxx_module_t *module, int writer, int cpu)
            (uint64_t) cpu == __atomic_load_n(&from->cpu.value, __ATOMIC_RELAXED);
 }
 
-/* More processes on this node than cores for them?  Then a process we
- * wait for may be waiting for a core itself.  The cores: the machine's, or
- * ours where we may run on several (a cpuset) and fewer than it has; a
- * process bound to one core says nothing of the others' (bound one to a
- * core each, they are not crowded: counting our one core, a fence barrier
- * yielded on every wait and OSU's fence latency pattern fell behind
- * osc/sm's). */
-bool ompi_osc_ucxx_crowded(void)
-{
-    /* The machine's count, read once: glibc reads it from sysfs on every
-     * call (open, read, close), a good part of a dynamic window's
-     * create-attach-put-detach-free cycle (bench/rma_mh dyn_cr).  Threads
-     * racing here store the same value. */
-    static long online_cached;
-    int procs = (int) opal_process_info.num_local_peers + 1;
-    long online = __atomic_load_n(&online_cached, __ATOMIC_RELAXED);
-    cpu_set_t mine;
-
-    if (0 == online) {
-        online = sysconf(_SC_NPROCESSORS_ONLN);
-        __atomic_store_n(&online_cached, online, __ATOMIC_RELAXED);
-    }
-
-    if (online > 0 && procs > online) return true;
-    if (0 != sched_getaffinity(0, sizeof(mine), &mine)) return true;
-    return CPU_COUNT(&mine) > 1 && procs > CPU_COUNT(&mine);
-}
-
 /* Polls before a barrier wait for `writer` starts to yield the core.  Soon
  * (a 16th of osc_ucxx_yield_after) where the writer may need our core: it
  * entered its last barrier on the core we are on (two processes the

@@ -14,11 +14,6 @@
 
 BEGIN_C_DECLS
 
-/* The atomics policy (state_cpu, single_kind, fence_by_state), agreed by
- * every process at window creation, after the exchange: collective where
- * the window's ranks share a node (osc_ucxx_policy.c). */
-int ompi_osc_ucxx_policy_agree(ompi_osc_ucxx_module_t *module);
-
 /* `target`'s state segment where its words change by CPU atomics (the
  * policy says so, and then every process maps every other's), else NULL:
  * UCX atomics. */
@@ -240,7 +235,6 @@ int ompi_osc_ucxx_state_fence_read(ompi_osc_ucxx_module_t *module, int target, u
 /* The closing fence's barrier where module->fence_by_state (all processes
  * call it in the same order). */
 int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module);
-bool ompi_osc_ucxx_crowded(void);
 
 /* PSCW: posts through per-origin slots where the origin maps our state;
  * completions counted in the target's complete word. */
@@ -260,6 +254,32 @@ const volatile uint64_t *ompi_osc_ucxx_state_gen_word(ompi_osc_ucxx_module_t *mo
 /* Service: +1 (for good) or +1 then -1 around a request, in the target's
  * serve word, before we need its CPU. */
 void ompi_osc_ucxx_need_service(ompi_osc_ucxx_module_t *module, int target, int64_t delta);
+
+/* Count ourselves in the target's serve word (where we map it) before we
+ * need its CPU (osc_ucxx_state.c). */
+void ompi_osc_ucxx_want_service(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
+                                int target);
+
+/* Before (or right after) an operation the target's CPU may have to serve:
+ * emulated RMA on user memory, an active message. */
+static inline void ompi_osc_ucxx_link_ask(ompi_osc_ucxx_module_t *module,
+                                          ompi_osc_ucxx_link_t *link, int target)
+{
+    if (OPAL_UNLIKELY(!link->asked_service)) {
+        ompi_osc_ucxx_want_service(module, link, target);
+    }
+}
+
+/* Count a UCX operation on a link for the next flush: after it is posted,
+ * so a flush that sees the count also covers the operation.  The row's
+ * summary (sum) counts too. */
+static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
+                                            ompi_osc_ucxx_link_t *link, int target)
+{
+    ompi_osc_ucxx_add64(&link->issued, 1);
+    ompi_osc_ucxx_add64(&link->row->sum.issued, 1);
+    ompi_osc_ucxx_link_ask(module, link, target);
+}
 
 /* Called by every synchronization call: where peers' operations on this
  * window are emulated by UCX or carried by active messages (both handled on

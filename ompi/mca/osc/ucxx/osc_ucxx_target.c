@@ -31,11 +31,15 @@
 #include "opal/align.h"
 #include "opal/util/sys_limits.h"
 
-#include "osc_ucxx_op.h"
+#include "osc_ucxx_target.h"
+#include "osc_ucxx_audit.h"
 #include "osc_ucxx_share.h"
 #include "osc_ucxx_prefault.h"
 #include "osc_ucxx_cma.h"
-#include "osc_ucxx_dynamic.h"
+
+/* A link's region cache goes with the link: freed by the dynamic-window
+ * file, which fills it (osc_ucxx_dynamic.c, given at component init). */
+static void (*dyn_cache_free)(ompi_osc_ucxx_dyncache_t *cache);
 
 /* The peer's chunk bits, made on first use (a racing thread's are freed). */
 static uint64_t *prefault_bits(ompi_osc_ucxx_module_t *module, int target)
@@ -137,7 +141,7 @@ static void link_clear(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *lin
     if (link->state_rkey != link->data_rkey) {
         give_rkey(module, worker, target, true, link->state_rkey);
     }
-    ompi_osc_ucxx_dyn_cache_free(link->dyn);
+    dyn_cache_free(link->dyn);
     link->dyn = NULL;
     link->data_rkey = link->state_rkey = NULL;
     link->unpacked = 0;
@@ -149,7 +153,7 @@ static void lrow_destruct(ompi_osc_ucxx_lrow_t *row)
     for (int c = 0; c < row->nchunks; ++c) {
         if (NULL == row->chunks[c]) continue;
         for (int i = 0; i < OSC_UCXX_LINK_CHUNK; ++i) {
-            ompi_osc_ucxx_dyn_cache_free(row->chunks[c]->links[i].dyn);  /* (rkeys: links_release) */
+            dyn_cache_free(row->chunks[c]->links[i].dyn);  /* (rkeys: links_release) */
         }
         free(row->chunks[c]);
     }
@@ -359,9 +363,10 @@ static void peer_release(void *m, int target)
     module->peers[target].ent = NULL;
 }
 
-void ompi_osc_ucxx_target_init(void)
+void ompi_osc_ucxx_target_init(void (*cache_free)(ompi_osc_ucxx_dyncache_t *cache))
 {
     ompi_osc_ucxx_ptab_hooks(peer_busy, peer_release);
+    dyn_cache_free = cache_free;
 }
 
 /* Every link row and table, and the peers' mappings (window teardown). */

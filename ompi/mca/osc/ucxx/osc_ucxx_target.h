@@ -23,6 +23,8 @@
 #ifndef OMPI_OSC_UCXX_TARGET_H
 #define OMPI_OSC_UCXX_TARGET_H
 
+#include "ompi/datatype/ompi_datatype.h"
+
 #include "osc_ucxx_window.h"
 
 BEGIN_C_DECLS
@@ -226,14 +228,15 @@ struct ompi_osc_ucxx_target_t {
 /* Lazy setup (osc_ucxx_target.c): a link (its endpoint); a link's rkeys,
  * unpacked on first need (NULL: nothing to reach, or no rkey published);
  * the peer's mappings; the window's links and mappings at free; the peer
- * table's hooks (target_init, at component init). */
+ * table's hooks and the free of a link's region cache, which the
+ * dynamic-window file fills (target_init, at component init). */
 ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
                                                  ompi_osc_ucxx_worker_t *worker, int target);
 ucp_rkey_h ompi_osc_ucxx_link_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
                                    int target, bool state);
 void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target);
 void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module);
-void ompi_osc_ucxx_target_init(void);
+void ompi_osc_ucxx_target_init(void (*dyn_cache_free)(ompi_osc_ucxx_dyncache_t *cache));
 /* Dynamic windows: the path to [lo, hi) at the target (osc_ucxx_dynamic.c) */
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                               int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path);
@@ -376,73 +379,49 @@ static inline bool ompi_osc_ucxx_dyn_hot(const ompi_osc_ucxx_dyncache_t *c, uint
            *c->gen_word == c->gen;
 }
 
-/* Resolve the path to the target bytes [lo, hi) (remote addresses). */
-static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
-                                        ompi_osc_ucxx_worker_t *worker, int target,
-                                        uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path)
+/* The range check, step 3 of the operation prologue (osc_ucxx_op.h): is
+ * [disp, disp + count elements of dt) inside the target's window?  Sets the remote address of displacement `disp` (t->remote) and
+ * the remote bytes the access touches, [t->lo, t->hi).  An access of no
+ * bytes is in range wherever it points; dynamic windows are checked against
+ * the attached regions when the path is resolved.  Inline: every operation
+ * runs it. */
+static inline int ompi_osc_ucxx_window_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp,
+                                            int count, struct ompi_datatype_t *dt)
 {
-    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    char *direct;
+    ompi_osc_ucxx_module_t *module = t->module;
+    uint64_t base = ompi_osc_ucxx_peer_base(module, t->rank);
+    uint64_t size = ompi_osc_ucxx_peer_size(module, t->rank);
+    ptrdiff_t lb, extent, true_lb, true_extent, first, end, offset;
 
-    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
-        /* (our own regions need no link: dyn_resolve checks them directly) */
-        ompi_osc_ucxx_link_t *link =
-            target == module->rank ? NULL : ompi_osc_ucxx_link(module, worker, target);
-        ompi_osc_ucxx_dyncache_t *c = NULL == link ? NULL : link->dyn;
-        if (OPAL_LIKELY(ompi_osc_ucxx_dyn_hot(c, lo, hi))) {
-            /* the region used last, still attached: no lookup */
-            path->mapped = path->split = path->partial = false;
-            path->cma = peer->cma;
-            path->link = link;
-            path->rkey = c->hot_rkey;
-            return OMPI_SUCCESS;
-        }
-        return ompi_osc_ucxx_dyn_resolve(module, worker, target, lo, hi, path);
+    if (OPAL_UNLIKELY(__builtin_mul_overflow(
+            disp, (ptrdiff_t) ompi_osc_ucxx_peer_disp(module, t->rank), &offset))) {
+        return OMPI_ERR_RMA_RANGE;  /* (wrapped, it would land inside the window) */
     }
-    direct = ompi_osc_ucxx_direct(module, target);
-    path->partial = false;
-    path->split = false;
-    path->cma = 0;
-    if (OPAL_LIKELY(NULL != direct)) {
-        path->mapped = true;
-        path->delta = (intptr_t) direct - (intptr_t) ompi_osc_ucxx_peer_base(module, target);
+    t->remote = base + offset;
+    t->lo = t->hi = t->remote;
+    if (0 == count || 0 == dt->super.size) {
+        return OMPI_SUCCESS;   /* moves nothing: MPI makes it a no-op */
+    }
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
+    first = offset + true_lb + (extent < 0 ? (count - 1) * extent : 0);
+    end = offset + true_lb + true_extent + (extent > 0 ? (count - 1) * extent : 0);
+    t->lo = base + first;
+    t->hi = base + end;
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
         return OMPI_SUCCESS;
     }
-    path->mapped = false;
-    path->link = NULL;
-    path->rkey = NULL;
-    path->cma = peer->cma;
-    if (0 != path->cma) {
-        return OMPI_SUCCESS;  /* (no link: ompi_osc_ucxx_path_ucx if the kernel refuses) */
+    if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) size)) {
+        OSC_UCXX_VERBOSE(20, "window %u: access [%td, %td) outside rank %d's %" PRIu64
+                         " bytes", module->cid, first, end, t->rank, size);
+        return OMPI_ERR_RMA_RANGE;
     }
-    return ompi_osc_ucxx_path_ucx(module, worker, target, path);
+    return OMPI_SUCCESS;
 }
 
-/* Count ourselves in the target's serve word (where we map it) before we
- * need its CPU (osc_ucxx_state.c). */
-void ompi_osc_ucxx_want_service(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
-                                int target);
-
-/* Before (or right after) an operation the target's CPU may have to serve:
- * emulated RMA on user memory, an active message. */
-static inline void ompi_osc_ucxx_link_ask(ompi_osc_ucxx_module_t *module,
-                                          ompi_osc_ucxx_link_t *link, int target)
-{
-    if (OPAL_UNLIKELY(!link->asked_service)) {
-        ompi_osc_ucxx_want_service(module, link, target);
-    }
-}
-
-/* Count a UCX operation on a link for the next flush: after it is posted,
- * so a flush that sees the count also covers the operation.  The row's
- * summary (sum) counts too. */
-static inline void ompi_osc_ucxx_link_dirty(ompi_osc_ucxx_module_t *module,
-                                            ompi_osc_ucxx_link_t *link, int target)
-{
-    ompi_osc_ucxx_add64(&link->issued, 1);
-    ompi_osc_ucxx_add64(&link->row->sum.issued, 1);
-    ompi_osc_ucxx_link_ask(module, link, target);
-}
+/* ... through a memory-handle view (osc_ucxx_target.c). */
+int ompi_osc_ucxx_memhandle_range(ompi_osc_ucxx_target_t *t, ptrdiff_t disp, int count,
+                                  struct ompi_datatype_t *dt);
 
 /* Is a posted lock release all that the link has outstanding?  (It
  * changes no window memory.) */
@@ -452,8 +431,9 @@ static inline bool ompi_osc_ucxx_link_release_only(const ompi_osc_ucxx_link_t *l
     return issued == link->release_mark && issued == link->flushed + 1;
 }
 
-/* ... and UCX answered it with a request (`sp` a pointer): not complete
- * here yet, so only a flush settles it. */
+/* An operation counted on a link (ompi_osc_ucxx_link_dirty) that UCX
+ * answered with a request (`sp` a pointer): not complete here yet, so only
+ * a flush settles it. */
 static inline void ompi_osc_ucxx_link_held(ompi_osc_ucxx_link_t *link, void *sp)
 {
     if (OPAL_UNLIKELY(UCS_PTR_IS_PTR(sp))) {

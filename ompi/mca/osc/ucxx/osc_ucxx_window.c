@@ -2,10 +2,12 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * Window creation and destruction, views, and MPI_Win_shared_query (the
- * info keys a window honours are in osc_ucxx_wininfo.c).  Creation is one collective exchange: each process's
- * window layout (where in its shared memory its window and state segment
- * lie), then, where some peer reaches memory through UCX, the packed rkeys,
+ * Window creation and destruction, and views (the info keys a window
+ * honours are in osc_ucxx_wininfo.c; the parts the layers above keep in
+ * it are made and dropped through the component's table,
+ * ompi_osc_ucxx_window_above).  Creation is one collective exchange: each
+ * process's window layout (where in its shared memory its window and state
+ * segment lie), then, where some peer reaches memory through UCX, the packed rkeys,
  * and the worker addresses of peers some member cannot find otherwise (the
  * modex has those on the node); links and mappings are made later, on
  * first use (osc_ucxx_target.c).  What every process gave the same is kept
@@ -30,19 +32,17 @@
 #include "opal/util/sys_limits.h"
 #include "ompi/proc/proc.h"
 
-#include "osc_ucxx.h"
-#include "osc_ucxx_dynamic.h"
+#include "osc_ucxx_target.h"   /* (the peers' and links' tables it allocates) */
+#include "osc_ucxx_audit.h"
 #include "osc_ucxx_share.h"
 #include "osc_ucxx_seg.h"
-#include "osc_ucxx_uam.h"
 
-/* A new handle's osc module table: filled in by the component layer
- * (osc_ucxx_component.c), which names the entry points. */
-static void (*fill_entries)(ompi_osc_base_module_t *m);
+/* The parts of a window the layers above own (osc_ucxx_window.h). */
+static const ompi_osc_ucxx_window_above_t *above;
 
-void ompi_osc_ucxx_window_entries(void (*fill)(ompi_osc_base_module_t *m))
+void ompi_osc_ucxx_window_above(const ompi_osc_ucxx_window_above_t *hooks)
 {
-    fill_entries = fill;
+    above = hooks;
 }
 
 /* What each process contributes to the window-creation exchange. */
@@ -79,9 +79,8 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
     if (NULL == view) {
         return NULL;
     }
-    fill_entries(&view->super);
+    above->view_init(view);
     view->magic = OSC_UCXX_MAGIC;
-    view->ext = &ompi_osc_ucxx_ext;
     view->core = core;
     view->original = original;
     view->acc_ordered = true;
@@ -390,29 +389,12 @@ static void module_construct(ompi_osc_ucxx_module_t *module)
     OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_serial_lock, opal_mutex_t);
-    module->access = OBJ_NEW(ompi_osc_ucxx_epoch_t);
     module->data_off = module->state_off = OSC_UCXX_SEG_NONE;
-}
-
-/* Higher layers' per-window state, dropped by the hooks they register at
- * component init (the older calls up: docs/architecture.md). */
-#define OSC_UCXX_FREE_HOOKS 4
-static void (*free_hooks[OSC_UCXX_FREE_HOOKS])(ompi_osc_ucxx_module_t *module);
-
-void ompi_osc_ucxx_window_free_hook(void (*fn)(ompi_osc_ucxx_module_t *module))
-{
-    int i = 0;
-    while (i < OSC_UCXX_FREE_HOOKS - 1 && NULL != free_hooks[i] && fn != free_hooks[i]) ++i;
-    assert(NULL == free_hooks[i] || fn == free_hooks[i]);  /* (grow the list with the hooks) */
-    free_hooks[i] = fn;
 }
 
 static void module_destruct(ompi_osc_ucxx_module_t *module)
 {
-    for (int i = 0; i < OSC_UCXX_FREE_HOOKS && NULL != free_hooks[i]; ++i) free_hooks[i](module);
-    ompi_osc_ucxx_uam_release(module);  /* before the links its messages use */
-    ompi_osc_ucxx_links_release(module);
-    ompi_osc_ucxx_dyn_release(module);  /* regions still attached at free */
+    above->core_fini(module);  /* (links, epochs, protocols' state: before the memory) */
     if (NULL != module->data_memh && 0 != module->data_len) {  /* MPI_Win_allocate's */
         ompi_osc_ucxx_mem_give(module->base, module->data_memh, module->data_len,
                                module->data_serial, module->data_off);
@@ -430,7 +412,6 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     }
     ompi_osc_ucxx_wcomm_put(module);
     ompi_osc_ucxx_audit_release(module);
-    if (NULL != module->access) OBJ_RELEASE(module->access);
     for (int i = 0; NULL != module->peers && i < module->size; ++i) {
         free(module->peers[i].prefaulted);
     }
@@ -624,8 +605,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     (void) ompi_osc_ucxx_quiesce_register();  /* (MPI_Finalize: osc_ucxx_quiesce.c) */
 
     module = OBJ_NEW(ompi_osc_ucxx_module_t);
-    if (NULL == module || NULL == module->access) {
-        if (NULL != module) OBJ_RELEASE(module);
+    if (NULL == module) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     module->flavor = flavor;
@@ -634,7 +614,6 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     module->same_size = ompi_osc_ucxx_info_flag(info, "same_size");
     module->same_disp_unit = ompi_osc_ucxx_info_flag(info, "same_disp_unit");
     module->acc_shift = ompi_osc_ucxx_granularity_shift(info);
-    module->crowded = ompi_osc_ucxx_crowded();
     read_am_keys(module, info);
 
     rc = ompi_osc_ucxx_wcomm_get(module, comm);
@@ -655,6 +634,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
         if (NULL == module->ltab) rc = OMPI_ERR_OUT_OF_RESOURCE;
         else module->ltab->cap = OSC_UCXX.workers_cap;
     }
+    if (OMPI_SUCCESS == rc) rc = above->core_init(module);
     /* In the table before the exchange: a peer may send us active messages
      * as soon as its creation returns, which it can only do once we have
      * given our part of the exchange; they wait in the queue until this
@@ -669,7 +649,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
      * and none waits in a collective for a peer that gave up. */
     rc = exchange(module, rc);
     /* The atomics policy, fence barrier included, agreed by all: the
-     * exchange's last step (collective where the ranks share a node). */
+     * exchange's last step (from what every process gave). */
     if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_policy_agree(module);
     if (OMPI_SUCCESS != rc) goto fail_registered;
 
@@ -732,21 +712,15 @@ void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective)
     ompi_osc_ucxx_module_release(module);
 }
 
-int ompi_osc_ucxx_free(struct ompi_win_t *win)
+/* A handle's free (osc_ucxx_component.c refused it in an epoch and
+ * completed its operations).  Duplicates free locally; the core stays
+ * while any handle is alive. */
+int ompi_osc_ucxx_window_free(struct ompi_win_t *win)
 {
     ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
     ompi_osc_ucxx_module_t *module = view->core;
-    int rc;
+    int rc = OMPI_SUCCESS;
 
-    if (view->original && ompi_osc_ucxx_epoch_busy(module)) {
-        return OMPI_ERR_RMA_SYNC;
-    }
-    /* Our operations complete, then nobody touches this window again.
-     * Duplicates free locally; the core stays while any handle is alive. */
-    rc = ompi_osc_ucxx_flush_module(module, -1, NULL);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
     if (view->original) {
         rc = ompi_osc_ucxx_audit_check(module);   /* (a test mode: osc_ucxx_audit.c) */
         if (OMPI_SUCCESS != rc) return rc;
@@ -758,55 +732,4 @@ int ompi_osc_ucxx_free(struct ompi_win_t *win)
     free(view);
     ompi_osc_ucxx_core_release(module, collective);
     return rc;
-}
-
-/* MPI_Win_shared_query (MPI 4.1: any flavor).  Answers with a pointer
- * wherever this process can load and store all of the rank's window memory:
- *   - MPI_Win_allocate_shared: the rank's segment in our mapping of the
- *     group's object (size 0: NULL);
- *   - MPI_Win_allocate and MPI_Win_create: our own memory; a peer's where
- *     UCX maps it here (allocated windows on the node, ucp_rkey_ptr);
- * and with size 0 and NULL everywhere else (peers' MPI_Win_create memory,
- * which stays private to them; peers on other nodes, osc_ucxx_direct=0,
- * every rank of a dynamic window, whose memory is attached later).  MPI_PROC_NULL names the lowest rank
- * whose window is not empty. */
-static void *query_base(ompi_osc_ucxx_module_t *module, int rank)
-{
-    char *direct;
-
-    if (0 == ompi_osc_ucxx_peer_size(module, rank) || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
-        return NULL;
-    }
-    if (NULL != module->shseg) {
-        return module->shseg->map + module->shseg->offsets[rank];
-    }
-    if (rank == module->rank) {
-        return module->base;
-    }
-    direct = ompi_osc_ucxx_direct(module, rank);
-    if (NULL != direct) {
-        /* the program holds it now: the peer table keeps it mapped */
-        module->peers[rank].pinned = true;
-    }
-    return direct;     /* (direct_data stands for the peer's base) */
-}
-
-int ompi_osc_ucxx_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
-                               void *baseptr)
-{
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
-    void *base;
-
-    if (MPI_PROC_NULL == rank) {
-        for (rank = 0; rank < module->size - 1 && 0 == ompi_osc_ucxx_peer_size(module, rank);
-             ++rank) {
-        }
-    } else if (rank < 0 || rank >= module->size) {
-        return MPI_ERR_RANK;
-    }
-    base = query_base(module, rank);
-    *size = NULL == base ? 0 : (size_t) ompi_osc_ucxx_peer_size(module, rank);
-    *disp_unit = ompi_osc_ucxx_peer_disp(module, rank);
-    *(void **) baseptr = base;
-    return OMPI_SUCCESS;
 }

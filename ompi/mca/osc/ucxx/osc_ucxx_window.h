@@ -181,7 +181,7 @@ struct ompi_osc_ucxx_module_t {
     volatile int64_t fence_notices[2];
     int64_t fence_owed[2];
     int32_t *fence_sent;
-    bool crowded;                   /* more processes here than cores (ompi_osc_ucxx_crowded) */
+    bool crowded;                   /* more processes here than cores (osc_ucxx_policy.c) */
     volatile bool exposed;          /* PSCW: between post and wait/test */
     uint64_t complete_expected;     /* PSCW: completions owed to our exposure epochs */
     opal_mutex_t post_lock;         /* posts that arrived by active message: */
@@ -268,18 +268,33 @@ static inline void ompi_osc_ucxx_wait_messages(ompi_osc_ucxx_module_t *module)
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
                                 int disp_unit, struct ompi_communicator_t *comm,
                                 struct opal_info_t *info, int flavor, int *model);
-int ompi_osc_ucxx_free(struct ompi_win_t *win);
+/* A handle's free, once its operations completed (the osc entry point,
+ * osc_ucxx_component.c, checks the epoch and flushes first). */
+int ompi_osc_ucxx_window_free(struct ompi_win_t *win);
 ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool original);
 void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective);
 void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
-/* A higher layer's part in freeing a core (registered at component init,
- * called first when the core goes). */
-void ompi_osc_ucxx_window_free_hook(void (*fn)(ompi_osc_ucxx_module_t *module));
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
 
-/* The component's filling of a new handle's osc module table (its entry
- * points, for the CPU's vector width), registered before any window. */
-void ompi_osc_ucxx_window_entries(void (*fill)(ompi_osc_base_module_t *m));
+/* What the layers above keep in a window, made and dropped through the
+ * component layer (osc_ucxx_component.c), which gives these before any
+ * window and calls each concern in its order.  view_init: a new handle's
+ * osc module table and extension table; core_init: the core's parts
+ * above this layer, before the creation exchange (a failure is carried by
+ * it, so all fail together); core_fini: drops them (whatever core_init
+ * made, and what the concerns added since), before the core's memory
+ * goes. */
+typedef struct {
+    void (*view_init)(ompi_osc_ucxx_view_t *view);
+    int (*core_init)(ompi_osc_ucxx_module_t *module);
+    void (*core_fini)(ompi_osc_ucxx_module_t *module);
+} ompi_osc_ucxx_window_above_t;
+void ompi_osc_ucxx_window_above(const ompi_osc_ucxx_window_above_t *above);
+
+/* The atomics policy (state_cpu, lock_kind, single_kind, fence_by_state),
+ * the same on every process, from the creation exchange; and `crowded`
+ * (osc_ucxx_policy.c). */
+int ompi_osc_ucxx_policy_agree(ompi_osc_ucxx_module_t *module);
 
 /* The accumulate stripe block (log2) `info` asks for, else the default. */
 uint32_t ompi_osc_ucxx_granularity_shift(struct opal_info_t *info);
