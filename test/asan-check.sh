@@ -41,7 +41,7 @@
 set -euo pipefail
 
 # The tests run under ASan: programs of test/*.list whose name matches.
-ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|alloc_layout|win_nomem|win_reuse|win_comm|win_alive|win_early|at_barrier|um_edges|um_cma|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state.sh|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
+ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|alloc_layout|win_nomem|win_reuse|win_comm|win_alive|win_early|at_barrier|um_edges|um_cma|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${ASAN_DIR:-$top/build-asan}

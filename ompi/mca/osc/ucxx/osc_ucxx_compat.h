@@ -67,15 +67,6 @@ typedef char *ompi_osc_ucxx_info_str_t;
     ompi_osc_ucxx_info_str_t name(opal_infosubscriber_t *obj, ompi_osc_ucxx_info_str_t key,      \
                                   ompi_osc_ucxx_info_str_t value)
 
-/* Can osc_ucxx_info.c build a window's info subscriptions itself?  4.1's
- * info entries hold their key and value as plain strings; 5.0's hold
- * reference-counted opal_cstring_t, and there its subscriber does it. */
-#if OMPI_MAJOR_VERSION >= 5
-#define OMPI_OSC_UCXX_INFO_DIRECT 0
-#else
-#define OMPI_OSC_UCXX_INFO_DIRECT 1
-#endif
-
 /* The value of info key KEY copied into BUF (LEN bytes, always terminated);
  * *flag tells whether the key is set. */
 static inline int ompi_osc_ucxx_info_get(opal_info_t *info, const char *key, char *buf,

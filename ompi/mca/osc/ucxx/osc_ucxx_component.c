@@ -67,7 +67,6 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .amv_pack_threshold = 80,
     .am_exclusive_detect = true,
     .prefault = true,
-    .info_direct = true,
     .keep_comm = true,
     .comm_windows = 32768,
     .peer_cap = 1024,
@@ -115,7 +114,6 @@ static const tunable_t tunables[] = {
     {"amv_pack_threshold", 'i', &OSC_UCXX.amv_pack_threshold},
     {"am_exclusive_detect", 'b', &OSC_UCXX.am_exclusive_detect},
     {"prefault", 'b', &OSC_UCXX.prefault},
-    {"info_direct", 'b', &OSC_UCXX.info_direct},
     {"keep_comm", 'b', &OSC_UCXX.keep_comm},
     {"comm_windows", 'u', &OSC_UCXX.comm_windows},
     {"peer_cap", 'i', &OSC_UCXX.peer_cap},
@@ -485,7 +483,6 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     opal_hash_table_init(&OSC_UCXX.windows, 64);
     OSC_UCXX.enable_mpi_threads = enable_mpi_threads;
     OSC_UCXX.mt = enable_mpi_threads || ompi_osc_ucxx_progress_thread_wanted();
-    ompi_osc_ucxx_info_probe();
     OSC_UCXX.acc_vector_used = acc_vector_bytes(OSC_UCXX.acc_vector);
     messages_init();
     ompi_osc_ucxx_target_init(ompi_osc_ucxx_dyn_cache_free);  /* the peer table's hooks */

@@ -107,7 +107,6 @@ typedef struct ompi_osc_ucxx_component_t {
     bool prefault;            /* populate peers' mapped chunks before large copies (comm.c) */
     unsigned long alloc_cache;  /* bytes of freed windows' allocations kept (window.c) */
     bool keep_comm;           /* windows' communicators shared or kept (osc_ucxx_wcomm.c) */
-    bool info_direct;         /* info keys subscribed in one pass (osc_ucxx_info.c) */
     unsigned comm_windows;    /* ... window ids on one shared communicator */
     int peer_cap;             /* peers that may hold state here at once (osc_ucxx_ptab.c) */
     bool progress_wait;       /* ... sleeping on the worker's event fd when idle (false:

@@ -301,18 +301,6 @@ uint32_t ompi_osc_ucxx_granularity_shift(struct opal_info_t *info);
 
 /* Is `key` in `info` and true? */
 bool ompi_osc_ucxx_info_flag(struct opal_info_t *info, const char *key);
-/* Info keys subscribed in one pass (osc_ucxx_info.c): key, default value
- * and callback of each, as for opal_infosubscribe_subscribe.  The probe
- * (component init) checks that the subscriber's state is what the one
- * pass builds. */
-typedef struct ompi_osc_ucxx_info_sub_t {
-    const char *key;
-    const char *dflt;
-    opal_key_interest_callback_t *cb;
-} ompi_osc_ucxx_info_sub_t;
-int ompi_osc_ucxx_info_subscribe(opal_infosubscriber_t *obj,
-                                 const ompi_osc_ucxx_info_sub_t *subs, int n);
-void ompi_osc_ucxx_info_probe(void);
 bool ompi_osc_ucxx_all_on_node(ompi_osc_ucxx_module_t *module);
 /* The window's communicator and id (osc_ucxx_wcomm.c), shared with the
  * other windows over the same application communicator or kept for the

@@ -6,7 +6,9 @@
  * same_disp_unit, accumulate_granularity, accumulate_ordering and _ops),
  * the extensions' per handle (mpix_ucxx.h: scope, order, single intrinsic)
  * and the active-message ones; each reported by MPI_Win_get_info as the
- * window applies it (osc_ucxx_info.c subscribes them).
+ * window applies it.  Only Open MPI's public subscriber is used
+ * (opal_infosubscribe_subscribe), and only for the keys MPI_Win_set_info
+ * may change.
  */
 
 #include "ompi_config.h"
@@ -63,9 +65,8 @@ uint32_t ompi_osc_ucxx_granularity_shift(struct opal_info_t *info)
 }
 
 /* Hints a user sets are reported as given when they are what the window
- * does, on both series (Open MPI 4.1 keeps the creation-time value itself;
- * 5.0 reports what these callbacks return): a granularity that rounds to
- * the block in use, an ordering the window keeps (it keeps all four). */
+ * does: a granularity that rounds to the block in use, an ordering the
+ * window keeps (it keeps all four). */
 static OMPI_OSC_UCXX_INFO_CB(info_granularity)
 {
     static __thread char buf[24];
@@ -193,38 +194,77 @@ bool ompi_osc_ucxx_info_flag(struct opal_info_t *info, const char *key)
     return false;
 }
 
-/* Every key we honor, so MPI_Win_get_info reports it (set at creation or
- * with MPI_Win_set_info), subscribed in one pass (osc_ucxx_info.c). */
+typedef struct {
+    const char *key;
+    const char *dflt;
+    opal_key_interest_callback_t *cb;
+} info_key_t;
+
+/* Keys MPI_Win_set_info may change, per handle (no_locks as osc/rdma):
+ * subscribed, so that set_info reaches their callback and MPI_Win_get_info
+ * reports what it answered.  Open MPI's subscriber is costly per key
+ * (allocations, a formatted saved key, searches of the info), so these
+ * are the only keys it gets. */
+static const info_key_t changeable[] = {
+    {"no_locks", "false", info_no_locks},
+    {"accumulate_ordering", "rar,raw,war,waw", info_acc_ordering},
+    {"mpi_win_scope", "process", info_scope},
+    {"mpi_win_order", "false", info_order},
+    {"acc_single_intrinsic", "false", info_single_intrinsic},
+    {"am_ordering", "sameop,diffop,sameam", info_am_ordering},
+    {"am_pipeline_unit", "auto", info_am_unit},
+};
+
+/* Keys fixed at creation, which the window reads from the creation info
+ * (osc_ucxx_window.c): only their reported value is set here, to what the
+ * window does, where the info lacks the key (the defaults MPI_Win_get_info
+ * must report) or says otherwise.  A later MPI_Win_set_info of one is
+ * ignored: Open MPI then drops the key from what get_info reports. */
+static const struct fixed_key {
+    const char *key;
+    opal_key_interest_callback_t *cb;   /* the value shown, given the one set or NULL */
+} fixed[] = {
+    {"same_size", info_same_size},
+    {"same_disp_unit", info_same_disp_unit},
+    {"mpi_accumulate_granularity", info_granularity},
+    {"accumulate_ops", info_acc_ops},
+    {"am_buf_interleave_am_detach", info_am_interleave},
+};
+
+static int report_fixed(opal_infosubscriber_t *obj, const struct fixed_key *k)
+{
+    char given[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    ompi_osc_ucxx_info_str_t shown;
+
+    (void) ompi_osc_ucxx_info_get(obj->s_info, k->key, given, sizeof(given), &flag);
+    shown = k->cb(obj, (char *) k->key, flag ? given : NULL);
+    if (flag && 0 == strcmp(shown, given)) return OPAL_SUCCESS;
+    return opal_info_set(obj->s_info, k->key, shown);
+}
+
+/* The window's info keys: MPI_Win_get_info reports each of them, as the
+ * window applies it (set at creation or with MPI_Win_set_info).  `win`'s
+ * info holds the creation keys, or a duplicate's parent's plus overrides. */
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
 {
-    /* Open MPI 4.1 reports a key the user set as given; without the key,
-     * mpi_accumulate_granularity is the block size in use */
-    char granularity[24];
-    const ompi_osc_ucxx_info_sub_t subs[] = {
-        {"no_locks", "false", info_no_locks},
-        {"same_size", "false", info_same_size},
-        {"same_disp_unit", "false", info_same_disp_unit},
-        {"mpi_accumulate_granularity", granularity, info_granularity},
-        {"accumulate_ordering", "rar,raw,war,waw", info_acc_ordering},
-        {"accumulate_ops", "same_op_no_op", info_acc_ops},
-        {"mpi_win_scope", "process", info_scope},
-        {"mpi_win_order", "false", info_order},
-        {"acc_single_intrinsic", "false", info_single_intrinsic},
-        {"am_ordering", "sameop,diffop,sameam", info_am_ordering},
-        {"am_pipeline_unit", "auto", info_am_unit},
-        {"am_buf_interleave_am_detach", "true", info_am_interleave},
-    };
+    opal_infosubscriber_t *obj = &win->super;
+    int rc = OPAL_SUCCESS;
 
-    /* (with no value, the block size: a number of at most 10 digits) */
-    strncpy(granularity, info_granularity(&win->super, NULL, NULL), sizeof(granularity) - 1);
-    granularity[sizeof(granularity) - 1] = '\0';
     /* Open MPI 4.1's subscriber breaks on keys over 27 characters: this one
-     * is read from the window's info (creation keys, or the parent's plus
-     * overrides for a duplicate) and kept as given. */
+     * is read from the window's info and kept as given. */
     OSC_UCXX_VIEW(win)->assert_intrinsic =
-        ompi_osc_ucxx_info_flag(win->super.s_info, "mpi_assert_accumulate_intrinsic");
-    if (OPAL_SUCCESS != ompi_osc_ucxx_info_subscribe(&win->super, subs,
-                                                     (int) (sizeof(subs) / sizeof(subs[0])))) {
+        ompi_osc_ucxx_info_flag(obj->s_info, "mpi_assert_accumulate_intrinsic");
+    for (size_t i = 0; i < sizeof(changeable) / sizeof(changeable[0]); ++i) {
+        const info_key_t *k = &changeable[i];
+        int r = opal_infosubscribe_subscribe(obj, (char *) k->key, (char *) k->dflt, k->cb);
+        if (OPAL_SUCCESS == rc) rc = r;
+    }
+    if (NULL == obj->s_info) rc = OPAL_ERR_OUT_OF_RESOURCE;   /* (the subscriber makes it) */
+    for (size_t i = 0; OPAL_SUCCESS == rc && i < sizeof(fixed) / sizeof(fixed[0]); ++i) {
+        rc = report_fixed(obj, &fixed[i]);
+    }
+    if (OPAL_SUCCESS != rc) {
         OSC_UCXX_VERBOSE(1, "window info keys: out of memory (MPI_Win_get_info may miss some)");
     }
 }
