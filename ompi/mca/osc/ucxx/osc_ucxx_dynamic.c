@@ -16,7 +16,12 @@
  * module->dyn_syncs) reads it, and the others of that stretch trust it.
  * When it changed the cache is dropped, so memory that was detached before
  * the epoch (or the flush) is never reached through a stale registration:
- * the lookup that follows fails with MPI_ERR_RMA_RANGE.  (A detach while
+ * the lookup that follows fails with MPI_ERR_RMA_RANGE.  Where locks go by
+ * message (osc_ucxx_lazy.c) a lock epoch's operations travel in the lock
+ * request and the target resolves their addresses itself (its answer
+ * brings their range error); the grant of a longer epoch brings the
+ * target's generation (ompi_osc_ucxx_dyn_gen_seen), so that its operations
+ * read nothing either.  (A detach while
  * the origin's epoch goes on, with no flush between it and the access, is
  * an access to detached memory MPI makes erroneous.)  A region the cache lacks is
  * asked for with one active message (never the whole table).  A cache has
@@ -456,6 +461,40 @@ static void entry_path(ompi_osc_ucxx_module_t *module, int target,
     }
 }
 
+/* The link's cache, made empty on first use. */
+static ompi_osc_ucxx_dyncache_t *cache_of(ompi_osc_ucxx_module_t *module,
+                                          ompi_osc_ucxx_link_t *link, int target)
+{
+    ompi_osc_ucxx_dyncache_t *cache = link->dyn;
+
+    if (NULL == cache && NULL != (cache = calloc(1, sizeof(*cache)))) {
+        cache_clear(cache, 0);
+        cache->gen_word = ompi_osc_ucxx_state_gen_word(module, target);
+        cache->syncs = UINT64_MAX;
+        link->dyn = cache;
+    }
+    return cache;
+}
+
+/* A generation `target` sent in an answer (its lock grant), read there
+ * after a request that left here once the window had counted `syncs`
+ * synchronizations: as good as gen_check's own read, if none came since. */
+void ompi_osc_ucxx_dyn_gen_seen(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                int target, uint64_t gen, uint64_t syncs)
+{
+    ompi_osc_ucxx_link_t *link;
+    ompi_osc_ucxx_dyncache_t *cache;
+
+    if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor || NULL == worker ||
+        syncs != __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE) ||
+        NULL == (link = ompi_osc_ucxx_link(module, worker, target)) ||
+        NULL == (cache = cache_of(module, link, target)) || NULL != cache->gen_word) {
+        return;
+    }
+    if (gen != cache->gen) cache_clear(cache, gen);
+    cache->syncs = syncs;
+}
+
 /* Drop the cache if `target` detached something since it was filled: on
  * every access where its generation is a load; else at the first access
  * after each synchronization that may follow a detach (the window's count,
@@ -499,15 +538,8 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
     path->mapped = false;
     path->link = ompi_osc_ucxx_link(module, worker, target);
     if (NULL == path->link) return OMPI_ERR_UNREACH;
-    cache = path->link->dyn;
-    if (NULL == cache) {
-        cache = calloc(1, sizeof(*cache));
-        if (NULL == cache) return OMPI_ERR_OUT_OF_RESOURCE;
-        cache_clear(cache, 0);
-        cache->gen_word = ompi_osc_ucxx_state_gen_word(module, target);
-        cache->syncs = UINT64_MAX;
-        path->link->dyn = cache;
-    }
+    cache = cache_of(module, path->link, target);
+    if (NULL == cache) return OMPI_ERR_OUT_OF_RESOURCE;
     rc = gen_check(module, target, cache);
     if (OMPI_SUCCESS != rc) return rc;
     rc = entry_lookup(module, worker, target, path->link, lo, hi, &entry, &spans);

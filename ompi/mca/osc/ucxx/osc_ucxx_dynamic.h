@@ -19,6 +19,12 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base);
 /* Is [lo, hi) attached here (in one region, or regions back to back)? */
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi);
 void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
+/* Origins: `target`'s detach generation, read there after a message that
+ * left here when the window had counted `syncs` synchronizations
+ * (module->dyn_syncs): the operations after it need not read it again
+ * until the next synchronization. */
+void ompi_osc_ucxx_dyn_gen_seen(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                int target, uint64_t gen, uint64_t syncs);
 void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache);
 /* Its message kinds (component init) */
 void ompi_osc_ucxx_dyn_am_init(void);
