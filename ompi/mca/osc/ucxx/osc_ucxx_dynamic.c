@@ -291,12 +291,6 @@ static int region_reply_handler(ompi_osc_ucxx_module_t *module, int from, void *
     return OMPI_SUCCESS;
 }
 
-void ompi_osc_ucxx_dyn_am_init(void)
-{
-    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REQ, region_req_handler);
-    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REPLY, region_reply_handler);
-}
-
 /* ------------------------------------------------------------------------- */
 /* Origin side */
 
@@ -312,9 +306,74 @@ static void cache_clear(ompi_osc_ucxx_dyncache_t *cache, uint64_t gen)
     cache->hot_hi = 0;
 }
 
+/* What a read of the generation brought, for the synchronizations it
+ * followed: the cache holds for them (dropped if the generation moved). */
+static void gen_seen(ompi_osc_ucxx_dyncache_t *cache, uint64_t gen, uint64_t syncs)
+{
+    if (gen != cache->gen) {
+        cache_clear(cache, gen);  /* something was detached: trust nothing cached */
+    }
+    cache->syncs = syncs;
+}
+
+/* The read in flight, waited for and used if it is still the latest news;
+ * `wait` false: only if it is complete. */
+static void read_finish(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_dyncache_t *cache,
+                        bool wait)
+{
+    void *req = cache->read_req;
+
+    if (NULL == req) return;
+    if (!wait && UCS_INPROGRESS == ucp_request_check_status(req)) return;
+    cache->read_req = NULL;
+    if (OMPI_SUCCESS == ompi_osc_ucxx_wait_request(cache->read_worker, req) &&
+        cache->read_syncs == __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE)) {
+        opal_atomic_rmb();
+        gen_seen(cache, cache->read_gen, cache->read_syncs);
+    }
+}
+
+/* The cache's end (or its window's): a read in flight is waited for. */
+static void read_settle(ompi_osc_ucxx_dyncache_t *cache)
+{
+    if (NULL != cache->read_req) {
+        (void) ompi_osc_ucxx_wait_request(cache->read_worker, cache->read_req);
+        cache->read_req = NULL;
+    }
+}
+
+/* Start reading the generation, for the synchronizations counted so far
+ * (`syncs`), without waiting: counted on the link, so that a flush of it
+ * completes the read too. */
+static void read_start(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                       ompi_osc_ucxx_link_t *link, int target, ompi_osc_ucxx_dyncache_t *cache,
+                       uint64_t syncs)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    ucp_rkey_h rkey = ompi_osc_ucxx_link_state_rkey(module, link, target);
+    void *req;
+
+    read_finish(module, cache, true);
+    if (NULL == rkey) return;
+    req = ucp_get_nbx(link->ep, &cache->read_gen, sizeof(cache->read_gen),
+                      ompi_osc_ucxx_peer_state(module, target) + OSC_UCXX_STATE(dyn_gen), rkey,
+                      &param);
+    if (UCS_PTR_IS_ERR(req)) return;
+    ompi_osc_ucxx_link_dirty(module, link, target);
+    if (NULL == req) {
+        opal_atomic_rmb();
+        gen_seen(cache, cache->read_gen, syncs);
+        return;
+    }
+    cache->read_req = req;
+    cache->read_syncs = syncs;
+    cache->read_worker = worker;
+}
+
 void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache)
 {
     if (NULL != cache) {
+        read_settle(cache);   /* (its link was flushed: it is complete) */
         cache_clear(cache, 0);
         free(cache->entries);
         free(cache);
@@ -491,8 +550,7 @@ void ompi_osc_ucxx_dyn_gen_seen(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_wo
         NULL == (cache = cache_of(module, link, target)) || NULL != cache->gen_word) {
         return;
     }
-    if (gen != cache->gen) cache_clear(cache, gen);
-    cache->syncs = syncs;
+    gen_seen(cache, gen, syncs);
 }
 
 /* Drop the cache if `target` detached something since it was filled: on
@@ -509,13 +567,61 @@ static int gen_check(ompi_osc_ucxx_module_t *module, int target,
     if (NULL == cache->gen_word && syncs == cache->syncs) {
         return OMPI_SUCCESS;
     }
+    if (NULL != cache->read_req) {
+        read_finish(module, cache, true);   /* (a read started already) */
+        if (syncs == cache->syncs) return OMPI_SUCCESS;
+    }
     rc = ompi_osc_ucxx_state_gen_read(module, target, &gen);
     if (OMPI_SUCCESS != rc) return rc;
-    if (gen != cache->gen) {
-        cache_clear(cache, gen);  /* something was detached: trust nothing cached */
-    }
-    cache->syncs = syncs;
+    gen_seen(cache, gen, syncs);
     return OMPI_SUCCESS;
+}
+
+/* The link's cache where the generation is read by UCX (not mapped here). */
+static ompi_osc_ucxx_dyncache_t *remote_cache(ompi_osc_ucxx_module_t *module,
+                                              ompi_osc_ucxx_worker_t *worker, int target,
+                                              ompi_osc_ucxx_link_t **link)
+{
+    ompi_osc_ucxx_dyncache_t *cache;
+
+    if (target == module->rank || NULL == (*link = ompi_osc_ucxx_link(module, worker, target)) ||
+        NULL == (cache = cache_of(module, *link, target)) || NULL != cache->gen_word) {
+        return NULL;
+    }
+    return cache;
+}
+
+bool ompi_osc_ucxx_dyn_unverified(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                  int target, size_t bytes)
+{
+    ompi_osc_ucxx_link_t *link;
+    ompi_osc_ucxx_dyncache_t *cache;
+    uint64_t syncs;
+
+    /* (threads: an error the target finds reaches the window's one error
+     * slot, which whichever thread synchronizes next would report; there
+     * the call reports it) */
+    if (bytes > OSC_UCXX_DYN_AT_TARGET || OSC_UCXX.enable_mpi_threads ||
+        NULL == (cache = remote_cache(module, worker, target, &link))) {
+        return false;
+    }
+    syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE);
+    if (syncs == cache->syncs) return false;
+    read_finish(module, cache, false);
+    return syncs != cache->syncs;
+}
+
+void ompi_osc_ucxx_dyn_read_ahead(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                  int target)
+{
+    ompi_osc_ucxx_link_t *link;
+    ompi_osc_ucxx_dyncache_t *cache = remote_cache(module, worker, target, &link);
+    uint64_t syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE);
+
+    if (NULL != cache && syncs != cache->syncs &&
+        (NULL == cache->read_req || cache->read_syncs != syncs)) {
+        read_start(module, worker, link, target, cache, syncs);
+    }
 }
 
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
@@ -621,4 +727,30 @@ int ompi_osc_ucxx_dyn_resolve_self(ompi_osc_ucxx_module_t *module,
     }
     path->rkey = entry->rkey;
     return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------- */
+
+/* MPI_Win_free, before the links go: no read of ours in flight. */
+static void dyn_free(ompi_osc_ucxx_module_t *module)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+
+    for (int w = 0; NULL != tab && MPI_WIN_FLAVOR_DYNAMIC == module->flavor && w < tab->cap;
+         ++w) {
+        ompi_osc_ucxx_lrow_t *row = tab->rows[w];
+        for (int c = 0; NULL != row && c < row->nchunks; ++c) {
+            for (int i = 0; NULL != row->chunks[c] && i < OSC_UCXX_LINK_CHUNK; ++i) {
+                ompi_osc_ucxx_dyncache_t *cache = row->chunks[c]->links[i].dyn;
+                if (NULL != cache) read_settle(cache);
+            }
+        }
+    }
+}
+
+void ompi_osc_ucxx_dyn_am_init(void)
+{
+    ompi_osc_ucxx_window_free_hook(dyn_free);
+    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REQ, region_req_handler);
+    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REPLY, region_reply_handler);
 }

@@ -26,7 +26,20 @@ void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_dyn_gen_seen(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                                 int target, uint64_t gen, uint64_t syncs);
 void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache);
-/* Its message kinds (component init) */
+/* Puts, gets and accumulates of at most this many bytes on a target whose
+ * detach generation is not known since the last synchronization go as
+ * messages the target checks (ompi_osc_ucxx_dyn_unverified). */
+#define OSC_UCXX_DYN_AT_TARGET 4096
+/* Origins: is `target`'s detach generation unknown since the window's last
+ * synchronization (and not in yet), for an access of `bytes` that may go as
+ * a message the target checks instead of waiting for it?  If so, once that
+ * message is sent, ..._read_ahead starts reading the generation without
+ * waiting: the accesses after it use the cache once it is in. */
+bool ompi_osc_ucxx_dyn_unverified(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                  int target, size_t bytes);
+void ompi_osc_ucxx_dyn_read_ahead(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                  int target);
+/* Its message kinds and its part in freeing a window (component init) */
 void ompi_osc_ucxx_dyn_am_init(void);
 
 END_C_DECLS
