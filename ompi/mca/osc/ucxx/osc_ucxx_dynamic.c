@@ -10,10 +10,14 @@
  * caches, per (worker, window, target), the regions it has used with their
  * unpacked rkeys, and the generation they belong to.  Where the target's
  * state segment is mapped each operation reads the generation (a load);
- * elsewhere (a UCX get, a round trip) the first operation on the target
- * after each synchronization call that may follow a detach in MPI's order
- * (an epoch opened: fence, start, lock, lock_all; a flush or unlock:
- * module->dyn_syncs) reads it, and the others of that stretch trust it.
+ * elsewhere (a UCX get, a round trip) it is read once after each
+ * synchronization call that may follow a detach in MPI's order (an epoch
+ * opened: fence, start, lock, lock_all; a flush or unlock:
+ * module->dyn_syncs), and the operations of that stretch trust it.  That
+ * read is not waited for by the first operations: small puts, gets and
+ * accumulates go meanwhile as messages the target checks and applies
+ * itself (ompi_osc_ucxx_dyn_unverified), and the read starts behind them
+ * (dyn_read_ahead); a flush completes it with them.
  * When it changed the cache is dropped, so memory that was detached before
  * the epoch (or the flush) is never reached through a stale registration:
  * the lookup that follows fails with MPI_ERR_RMA_RANGE.  Where locks go by
