@@ -8,8 +8,12 @@
  *  2. CYCLES ("-c N", default 4) times: the target detaches A, then a
  *     barrier tells the origin.  Under lock(shared) the origin does put, get,
  *     accumulate(SUM), get_accumulate, fetch_and_op and compare_and_swap on
- *     A: each must return MPI_ERR_RMA_RANGE, and unlock MPI_SUCCESS; under
- *     lock_all a put and an Rput to A: MPI_ERR_RMA_RANGE.  The window still
+ *     A, each in an epoch of its own: each must fail with MPI_ERR_RMA_RANGE,
+ *     either the call itself (unlock then MPI_SUCCESS) or, where the epoch
+ *     went to the target in the lock request, the unlock (MPI lets the
+ *     error come at the synchronization); under lock_all a put (the same)
+ *     and an Rput (the call) to A.  After each failed epoch an exclusive
+ *     lock on the target works (the failed epoch released its lock).  The window still
  *     works on B (put/get checked) and the target finds A unchanged (nothing
  *     written through the stale address).  Then the target re-attaches A at
  *     the same address and the origin's put/get on A work again (checked).
@@ -54,6 +58,34 @@ static int ncase;
                  what, #call, tu_err_class_name(cls_));                                   \
     } while (0)
 
+/* The operation `call` fails with MPI_ERR_RMA_RANGE in its own epoch: the
+ * call itself (the unlock then succeeds) or the unlock (the operation went
+ * with the lock request and the target found the range).  Then the lock is
+ * free: an exclusive epoch on the target opens and closes. */
+static int range_epoch_cls(int rc, int unlock_rc, const char *what)
+{
+    int cls = tu_err_class(rc), ucls = tu_err_class(unlock_rc);
+    if (MPI_SUCCESS == cls) {
+        TU_CHECK(MPI_ERR_RMA_RANGE == ucls, "%s: the call succeeded and unlock returned %s, "
+                 "expected MPI_ERR_RMA_RANGE from one of them", what, tu_err_class_name(ucls));
+    } else {
+        TU_CHECK(MPI_ERR_RMA_RANGE == cls, "%s returned %s, expected MPI_ERR_RMA_RANGE", what,
+                 tu_err_class_name(cls));
+        TU_CHECK(MPI_SUCCESS == ucls, "%s: unlock after the failed call returned %s", what,
+                 tu_err_class_name(ucls));
+    }
+    return cls;
+}
+
+#define RANGE_EPOCH(type, call, what)                                                     \
+    do {                                                                                  \
+        TU_MPI(MPI_Win_lock(type, next, 0, win));                                         \
+        int rc_ = (call);                                                                 \
+        range_epoch_cls(rc_, MPI_Win_unlock(next, win), what);                            \
+        TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, win));                           \
+        TU_MPI(MPI_Win_unlock(next, win));                                                \
+    } while (0)
+
 static void set_region(char *p, int64_t tag)
 {
     int64_t *q = (int64_t *) p;
@@ -96,15 +128,14 @@ static void range_ops(MPI_Aint addr, int count, const char *what)
 {
     int64_t buf[4] = { 11, 12, 13, 14 }, res[4];
     char msg[128];
-    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, win));
     snprintf(msg, sizeof(msg), "put %s", what);
-    EXPECT_RANGE(MPI_Put(buf, count, MPI_INT64_T, next, addr, count, MPI_INT64_T, win), msg);
+    RANGE_EPOCH(MPI_LOCK_SHARED, MPI_Put(buf, count, MPI_INT64_T, next, addr, count, MPI_INT64_T, win), msg);
     snprintf(msg, sizeof(msg), "get %s", what);
-    EXPECT_RANGE(MPI_Get(res, count, MPI_INT64_T, next, addr, count, MPI_INT64_T, win), msg);
+    RANGE_EPOCH(MPI_LOCK_EXCLUSIVE, MPI_Get(res, count, MPI_INT64_T, next, addr, count, MPI_INT64_T, win),
+                msg);
     snprintf(msg, sizeof(msg), "accumulate %s", what);
-    EXPECT_RANGE(MPI_Accumulate(buf, count, MPI_INT64_T, next, addr, count, MPI_INT64_T, MPI_SUM, win), msg);
-    snprintf(msg, sizeof(msg), "unlock after range errors %s", what);
-    TU_CHECK(MPI_SUCCESS == MPI_Win_unlock(next, win), "%s failed", msg);
+    RANGE_EPOCH(MPI_LOCK_SHARED,
+                MPI_Accumulate(buf, count, MPI_INT64_T, next, addr, count, MPI_INT64_T, MPI_SUM, win), msg);
 }
 
 int main(int argc, char **argv)
@@ -154,22 +185,26 @@ int main(int argc, char **argv)
         int64_t buf[4] = { -1, -2, -3, -4 }, res[4], one = 1, cmp = 50000 + c * 1000, fetched = 0;
         MPI_Aint a = tblock + A_OFF + 8;
         MPI_Request rq;
-        TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, win));
-        EXPECT_RANGE(MPI_Put(buf, 4, MPI_INT64_T, next, a, 4, MPI_INT64_T, win), "put to detached A");
-        EXPECT_RANGE(MPI_Get(res, 4, MPI_INT64_T, next, a, 4, MPI_INT64_T, win), "get from detached A");
-        EXPECT_RANGE(MPI_Accumulate(buf, 4, MPI_INT64_T, next, a, 4, MPI_INT64_T, MPI_SUM, win),
-                     "accumulate to detached A");
-        EXPECT_RANGE(MPI_Get_accumulate(buf, 2, MPI_INT64_T, res, 2, MPI_INT64_T, next, a, 2, MPI_INT64_T,
-                                        MPI_SUM, win), "get_accumulate on detached A");
-        EXPECT_RANGE(MPI_Fetch_and_op(&one, &fetched, MPI_INT64_T, next, a, MPI_SUM, win),
-                     "fetch_and_op on detached A");
-        EXPECT_RANGE(MPI_Compare_and_swap(&one, &cmp, &fetched, MPI_INT64_T, next, tblock + A_OFF, win),
-                     "compare_and_swap on detached A");
-        TU_CHECK(MPI_SUCCESS == MPI_Win_unlock(next, win), "unlock after accesses to detached A failed");
+        RANGE_EPOCH(MPI_LOCK_SHARED, MPI_Put(buf, 4, MPI_INT64_T, next, a, 4, MPI_INT64_T, win),
+                    "put to detached A");
+        RANGE_EPOCH(MPI_LOCK_SHARED, MPI_Get(res, 4, MPI_INT64_T, next, a, 4, MPI_INT64_T, win),
+                    "get from detached A");
+        RANGE_EPOCH(MPI_LOCK_EXCLUSIVE,
+                    MPI_Accumulate(buf, 4, MPI_INT64_T, next, a, 4, MPI_INT64_T, MPI_SUM, win),
+                    "accumulate to detached A");
+        RANGE_EPOCH(MPI_LOCK_SHARED,
+                    MPI_Get_accumulate(buf, 2, MPI_INT64_T, res, 2, MPI_INT64_T, next, a, 2, MPI_INT64_T,
+                                       MPI_SUM, win), "get_accumulate on detached A");
+        RANGE_EPOCH(MPI_LOCK_EXCLUSIVE, MPI_Fetch_and_op(&one, &fetched, MPI_INT64_T, next, a, MPI_SUM, win),
+                    "fetch_and_op on detached A");
+        RANGE_EPOCH(MPI_LOCK_SHARED,
+                    MPI_Compare_and_swap(&one, &cmp, &fetched, MPI_INT64_T, next, tblock + A_OFF, win),
+                    "compare_and_swap on detached A");
         TU_MPI(MPI_Win_lock_all(0, win));
-        EXPECT_RANGE(MPI_Put(buf, 1, MPI_INT64_T, next, tblock + A_OFF, 1, MPI_INT64_T, win),
-                     "put to detached A (lock_all)");
-        int rc = MPI_Rput(buf, 1, MPI_INT64_T, next, tblock + A_OFF + 128, 1, MPI_INT64_T, win, &rq);
+        int rc = MPI_Put(buf, 1, MPI_INT64_T, next, tblock + A_OFF, 1, MPI_INT64_T, win);
+        int rc2 = MPI_Win_flush(next, win);
+        range_epoch_cls(rc, rc2, "put to detached A (lock_all, flush)");
+        rc = MPI_Rput(buf, 1, MPI_INT64_T, next, tblock + A_OFF + 128, 1, MPI_INT64_T, win, &rq);
         EXPECT_RANGE(rc, "rput to detached A (lock_all)");
         if (MPI_SUCCESS == rc) MPI_Wait(&rq, MPI_STATUS_IGNORE);
         TU_CHECK(MPI_SUCCESS == MPI_Win_unlock_all(win), "unlock_all after accesses to detached A failed");

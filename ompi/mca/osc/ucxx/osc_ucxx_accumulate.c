@@ -63,6 +63,7 @@
 #include "osc_ucxx_request.h"
 #include "osc_ucxx_am.h"
 #include "osc_ucxx_lockq.h"
+#include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_acc_element.h"
 #include "osc_ucxx.h"
 
@@ -461,6 +462,24 @@ static int acc_contig(ompi_osc_ucxx_acc_t *a, const void *origin, void *result, 
     return acc_unmapped(a, (void *) origin, n, a->elem, NULL, result, n, a->elem, n, a->elem);
 }
 
+/* A dynamic window's target whose detach generation is not known since
+ * the last synchronization: the access goes as a message (the path's
+ * message route) that the target checks and applies under its stripes, as
+ * every element of this window is changed, instead of waiting for that
+ * generation; the caller then starts reading it (dyn_read_ahead). */
+static bool at_target(ompi_osc_ucxx_target_t *t, size_t bytes)
+{
+    ompi_osc_ucxx_view_t *view = t->view;
+
+    if (view->memhandle || OSC_UCXX_SINGLE_STRIPES != view->single_kind ||
+        NULL == (t->worker = ompi_osc_ucxx_view_worker(view)) ||
+        !ompi_osc_ucxx_dyn_unverified(t->module, t->worker, t->rank, bytes)) {
+        return false;
+    }
+    memset(&t->path, 0, sizeof(t->path));
+    return true;
+}
+
 static int acc(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_count,
                ompi_datatype_t *origin_dt, void *result_addr, int result_count,
                ompi_datatype_t *result_dt, int target, ptrdiff_t target_disp, int target_count,
@@ -484,6 +503,13 @@ static int acc(ompi_osc_ucxx_view_t *view, const void *origin_addr, int origin_c
         rc = ompi_osc_ucxx_lazy_acc(&a, origin_addr, origin_count, origin_dt, NULL, result_addr,
                                     result_count, result_dt, target_count, target_dt);
         if (OSC_UCXX_ISSUE != rc) return rc;
+    }
+    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == t.module->flavor) && NULL == req &&
+        at_target(&t, (size_t) target_count * target_dt->super.size)) {
+        rc = acc_unmapped(&a, (void *) origin_addr, origin_count, origin_dt, NULL, result_addr,
+                          result_count, result_dt, target_count, target_dt);
+        ompi_osc_ucxx_dyn_read_ahead(t.module, t.worker, target);
+        return rc;
     }
     rc = ompi_osc_ucxx_op_resolve(&t, true);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
@@ -558,6 +584,13 @@ int ompi_osc_ucxx_cas(ompi_osc_ucxx_view_t *view, const void *origin_addr,
         rc = ompi_osc_ucxx_lazy_acc(&a, origin_addr, 1, dt, compare_addr, result_addr, 1, dt, 1,
                                     dt);
         if (OSC_UCXX_ISSUE != rc) return rc;
+    }
+    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == t.module->flavor) &&
+        at_target(&t, dt->super.size)) {
+        rc = acc_unmapped(&a, (void *) origin_addr, 1, dt, compare_addr, result_addr, 1, dt, 1,
+                          dt);
+        ompi_osc_ucxx_dyn_read_ahead(t.module, t.worker, target);
+        return rc;
     }
     rc = ompi_osc_ucxx_op_resolve(&t, true);
     if (OMPI_SUCCESS != rc) return rc;

@@ -22,6 +22,7 @@
 #include "osc_ucxx_acc.h"
 #include "osc_ucxx_cma.h"
 #include "osc_ucxx_lockq.h"
+#include "osc_ucxx_dynamic.h"
 #include "osc_ucxx.h"
 
 static int xfer_across(ompi_osc_ucxx_target_t *t, bool is_put, char *local, uint64_t remote,
@@ -435,6 +436,15 @@ static int put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, i
         rc = ompi_osc_ucxx_lazy_put_get(&t, is_put, origin_addr, origin_count, origin_dt,
                                         target_count, target_dt, req);
         if (OSC_UCXX_ISSUE != rc) return rc;
+    }
+    if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == t.module->flavor) && NULL == req &&
+        !view->memhandle && NULL != (t.worker = ompi_osc_ucxx_view_worker(view)) &&
+        ompi_osc_ucxx_dyn_unverified(t.module, t.worker, target, size)) {
+        /* the target checks the range: no wait for its detach generation */
+        rc = put_get_by_message(&t, is_put, origin_addr, origin_count, origin_dt, target_count,
+                                target_dt, size, req);
+        ompi_osc_ucxx_dyn_read_ahead(t.module, t.worker, target);
+        return rc;
     }
     rc = ompi_osc_ucxx_op_resolve(&t, false);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {

@@ -10,13 +10,22 @@
  * caches, per (worker, window, target), the regions it has used with their
  * unpacked rkeys, and the generation they belong to.  Where the target's
  * state segment is mapped each operation reads the generation (a load);
- * elsewhere (a UCX get, a round trip) the first operation on the target
- * after each synchronization call that may follow a detach in MPI's order
- * (an epoch opened: fence, start, lock, lock_all; a flush or unlock:
- * module->dyn_syncs) reads it, and the others of that stretch trust it.
+ * elsewhere (a UCX get, a round trip) it is read once after each
+ * synchronization call that may follow a detach in MPI's order (an epoch
+ * opened: fence, start, lock, lock_all; a flush or unlock:
+ * module->dyn_syncs), and the operations of that stretch trust it.  That
+ * read is not waited for by the first operations: small puts, gets and
+ * accumulates go meanwhile as messages the target checks and applies
+ * itself (ompi_osc_ucxx_dyn_unverified), and the read starts behind them
+ * (dyn_read_ahead); a flush completes it with them.
  * When it changed the cache is dropped, so memory that was detached before
  * the epoch (or the flush) is never reached through a stale registration:
- * the lookup that follows fails with MPI_ERR_RMA_RANGE.  (A detach while
+ * the lookup that follows fails with MPI_ERR_RMA_RANGE.  Where locks go by
+ * message (osc_ucxx_lazy.c) a lock epoch's operations travel in the lock
+ * request and the target resolves their addresses itself (its answer
+ * brings their range error); the grant of a longer epoch brings the
+ * target's generation (ompi_osc_ucxx_dyn_gen_seen), so that its operations
+ * read nothing either.  (A detach while
  * the origin's epoch goes on, with no flush between it and the access, is
  * an access to detached memory MPI makes erroneous.)  A region the cache lacks is
  * asked for with one active message (never the whole table).  A cache has
@@ -286,12 +295,6 @@ static int region_reply_handler(ompi_osc_ucxx_module_t *module, int from, void *
     return OMPI_SUCCESS;
 }
 
-void ompi_osc_ucxx_dyn_am_init(void)
-{
-    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REQ, region_req_handler);
-    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REPLY, region_reply_handler);
-}
-
 /* ------------------------------------------------------------------------- */
 /* Origin side */
 
@@ -307,9 +310,74 @@ static void cache_clear(ompi_osc_ucxx_dyncache_t *cache, uint64_t gen)
     cache->hot_hi = 0;
 }
 
+/* What a read of the generation brought, for the synchronizations it
+ * followed: the cache holds for them (dropped if the generation moved). */
+static void gen_seen(ompi_osc_ucxx_dyncache_t *cache, uint64_t gen, uint64_t syncs)
+{
+    if (gen != cache->gen) {
+        cache_clear(cache, gen);  /* something was detached: trust nothing cached */
+    }
+    cache->syncs = syncs;
+}
+
+/* The read in flight, waited for and used if it is still the latest news;
+ * `wait` false: only if it is complete. */
+static void read_finish(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_dyncache_t *cache,
+                        bool wait)
+{
+    void *req = cache->read_req;
+
+    if (NULL == req) return;
+    if (!wait && UCS_INPROGRESS == ucp_request_check_status(req)) return;
+    cache->read_req = NULL;
+    if (OMPI_SUCCESS == ompi_osc_ucxx_wait_request(cache->read_worker, req) &&
+        cache->read_syncs == __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE)) {
+        opal_atomic_rmb();
+        gen_seen(cache, cache->read_gen, cache->read_syncs);
+    }
+}
+
+/* The cache's end (or its window's): a read in flight is waited for. */
+static void read_settle(ompi_osc_ucxx_dyncache_t *cache)
+{
+    if (NULL != cache->read_req) {
+        (void) ompi_osc_ucxx_wait_request(cache->read_worker, cache->read_req);
+        cache->read_req = NULL;
+    }
+}
+
+/* Start reading the generation, for the synchronizations counted so far
+ * (`syncs`), without waiting: counted on the link, so that a flush of it
+ * completes the read too. */
+static void read_start(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                       ompi_osc_ucxx_link_t *link, int target, ompi_osc_ucxx_dyncache_t *cache,
+                       uint64_t syncs)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    ucp_rkey_h rkey = ompi_osc_ucxx_link_state_rkey(module, link, target);
+    void *req;
+
+    read_finish(module, cache, true);
+    if (NULL == rkey) return;
+    req = ucp_get_nbx(link->ep, &cache->read_gen, sizeof(cache->read_gen),
+                      ompi_osc_ucxx_peer_state(module, target) + OSC_UCXX_STATE(dyn_gen), rkey,
+                      &param);
+    if (UCS_PTR_IS_ERR(req)) return;
+    ompi_osc_ucxx_link_dirty(module, link, target);
+    if (NULL == req) {
+        opal_atomic_rmb();
+        gen_seen(cache, cache->read_gen, syncs);
+        return;
+    }
+    cache->read_req = req;
+    cache->read_syncs = syncs;
+    cache->read_worker = worker;
+}
+
 void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache)
 {
     if (NULL != cache) {
+        read_settle(cache);   /* (its link was flushed: it is complete) */
         cache_clear(cache, 0);
         free(cache->entries);
         free(cache);
@@ -456,6 +524,39 @@ static void entry_path(ompi_osc_ucxx_module_t *module, int target,
     }
 }
 
+/* The link's cache, made empty on first use. */
+static ompi_osc_ucxx_dyncache_t *cache_of(ompi_osc_ucxx_module_t *module,
+                                          ompi_osc_ucxx_link_t *link, int target)
+{
+    ompi_osc_ucxx_dyncache_t *cache = link->dyn;
+
+    if (NULL == cache && NULL != (cache = calloc(1, sizeof(*cache)))) {
+        cache_clear(cache, 0);
+        cache->gen_word = ompi_osc_ucxx_state_gen_word(module, target);
+        cache->syncs = UINT64_MAX;
+        link->dyn = cache;
+    }
+    return cache;
+}
+
+/* A generation `target` sent in an answer (its lock grant), read there
+ * after a request that left here once the window had counted `syncs`
+ * synchronizations: as good as gen_check's own read, if none came since. */
+void ompi_osc_ucxx_dyn_gen_seen(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                int target, uint64_t gen, uint64_t syncs)
+{
+    ompi_osc_ucxx_link_t *link;
+    ompi_osc_ucxx_dyncache_t *cache;
+
+    if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor || NULL == worker ||
+        syncs != __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE) ||
+        NULL == (link = ompi_osc_ucxx_link(module, worker, target)) ||
+        NULL == (cache = cache_of(module, link, target)) || NULL != cache->gen_word) {
+        return;
+    }
+    gen_seen(cache, gen, syncs);
+}
+
 /* Drop the cache if `target` detached something since it was filled: on
  * every access where its generation is a load; else at the first access
  * after each synchronization that may follow a detach (the window's count,
@@ -470,13 +571,61 @@ static int gen_check(ompi_osc_ucxx_module_t *module, int target,
     if (NULL == cache->gen_word && syncs == cache->syncs) {
         return OMPI_SUCCESS;
     }
+    if (NULL != cache->read_req) {
+        read_finish(module, cache, true);   /* (a read started already) */
+        if (syncs == cache->syncs) return OMPI_SUCCESS;
+    }
     rc = ompi_osc_ucxx_state_gen_read(module, target, &gen);
     if (OMPI_SUCCESS != rc) return rc;
-    if (gen != cache->gen) {
-        cache_clear(cache, gen);  /* something was detached: trust nothing cached */
-    }
-    cache->syncs = syncs;
+    gen_seen(cache, gen, syncs);
     return OMPI_SUCCESS;
+}
+
+/* The link's cache where the generation is read by UCX (not mapped here). */
+static ompi_osc_ucxx_dyncache_t *remote_cache(ompi_osc_ucxx_module_t *module,
+                                              ompi_osc_ucxx_worker_t *worker, int target,
+                                              ompi_osc_ucxx_link_t **link)
+{
+    ompi_osc_ucxx_dyncache_t *cache;
+
+    if (target == module->rank || NULL == (*link = ompi_osc_ucxx_link(module, worker, target)) ||
+        NULL == (cache = cache_of(module, *link, target)) || NULL != cache->gen_word) {
+        return NULL;
+    }
+    return cache;
+}
+
+bool ompi_osc_ucxx_dyn_unverified(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                  int target, size_t bytes)
+{
+    ompi_osc_ucxx_link_t *link;
+    ompi_osc_ucxx_dyncache_t *cache;
+    uint64_t syncs;
+
+    /* (threads: an error the target finds reaches the window's one error
+     * slot, which whichever thread synchronizes next would report; there
+     * the call reports it) */
+    if (bytes > OSC_UCXX_DYN_AT_TARGET || OSC_UCXX.enable_mpi_threads ||
+        NULL == (cache = remote_cache(module, worker, target, &link))) {
+        return false;
+    }
+    syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE);
+    if (syncs == cache->syncs) return false;
+    read_finish(module, cache, false);
+    return syncs != cache->syncs;
+}
+
+void ompi_osc_ucxx_dyn_read_ahead(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                  int target)
+{
+    ompi_osc_ucxx_link_t *link;
+    ompi_osc_ucxx_dyncache_t *cache = remote_cache(module, worker, target, &link);
+    uint64_t syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE);
+
+    if (NULL != cache && syncs != cache->syncs &&
+        (NULL == cache->read_req || cache->read_syncs != syncs)) {
+        read_start(module, worker, link, target, cache, syncs);
+    }
 }
 
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
@@ -499,15 +648,8 @@ int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_work
     path->mapped = false;
     path->link = ompi_osc_ucxx_link(module, worker, target);
     if (NULL == path->link) return OMPI_ERR_UNREACH;
-    cache = path->link->dyn;
-    if (NULL == cache) {
-        cache = calloc(1, sizeof(*cache));
-        if (NULL == cache) return OMPI_ERR_OUT_OF_RESOURCE;
-        cache_clear(cache, 0);
-        cache->gen_word = ompi_osc_ucxx_state_gen_word(module, target);
-        cache->syncs = UINT64_MAX;
-        path->link->dyn = cache;
-    }
+    cache = cache_of(module, path->link, target);
+    if (NULL == cache) return OMPI_ERR_OUT_OF_RESOURCE;
     rc = gen_check(module, target, cache);
     if (OMPI_SUCCESS != rc) return rc;
     rc = entry_lookup(module, worker, target, path->link, lo, hi, &entry, &spans);
@@ -589,4 +731,30 @@ int ompi_osc_ucxx_dyn_resolve_self(ompi_osc_ucxx_module_t *module,
     }
     path->rkey = entry->rkey;
     return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------- */
+
+/* MPI_Win_free, before the links go: no read of ours in flight. */
+static void dyn_free(ompi_osc_ucxx_module_t *module)
+{
+    ompi_osc_ucxx_ltab_t *tab = module->ltab;
+
+    for (int w = 0; NULL != tab && MPI_WIN_FLAVOR_DYNAMIC == module->flavor && w < tab->cap;
+         ++w) {
+        ompi_osc_ucxx_lrow_t *row = tab->rows[w];
+        for (int c = 0; NULL != row && c < row->nchunks; ++c) {
+            for (int i = 0; NULL != row->chunks[c] && i < OSC_UCXX_LINK_CHUNK; ++i) {
+                ompi_osc_ucxx_dyncache_t *cache = row->chunks[c]->links[i].dyn;
+                if (NULL != cache) read_settle(cache);
+            }
+        }
+    }
+}
+
+void ompi_osc_ucxx_dyn_am_init(void)
+{
+    ompi_osc_ucxx_window_free_hook(dyn_free);
+    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REQ, region_req_handler);
+    ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REPLY, region_reply_handler);
 }

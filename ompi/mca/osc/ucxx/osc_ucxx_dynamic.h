@@ -19,8 +19,27 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base);
 /* Is [lo, hi) attached here (in one region, or regions back to back)? */
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi);
 void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
+/* Origins: `target`'s detach generation, read there after a message that
+ * left here when the window had counted `syncs` synchronizations
+ * (module->dyn_syncs): the operations after it need not read it again
+ * until the next synchronization. */
+void ompi_osc_ucxx_dyn_gen_seen(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                int target, uint64_t gen, uint64_t syncs);
 void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache);
-/* Its message kinds (component init) */
+/* Puts, gets and accumulates of at most this many bytes on a target whose
+ * detach generation is not known since the last synchronization go as
+ * messages the target checks (ompi_osc_ucxx_dyn_unverified). */
+#define OSC_UCXX_DYN_AT_TARGET 4096
+/* Origins: is `target`'s detach generation unknown since the window's last
+ * synchronization (and not in yet), for an access of `bytes` that may go as
+ * a message the target checks instead of waiting for it?  If so, once that
+ * message is sent, ..._read_ahead starts reading the generation without
+ * waiting: the accesses after it use the cache once it is in. */
+bool ompi_osc_ucxx_dyn_unverified(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                  int target, size_t bytes);
+void ompi_osc_ucxx_dyn_read_ahead(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
+                                  int target);
+/* Its message kinds and its part in freeing a window (component init) */
 void ompi_osc_ucxx_dyn_am_init(void);
 
 END_C_DECLS

@@ -52,6 +52,7 @@
 
 #include "osc_ucxx_lockq.h"
 #include "osc_ucxx_uam.h"
+#include "osc_ucxx_dynamic.h"
 
 /* The epoch a lock request carries stays within these; past them the
  * request goes and operations issue once it is granted.  Carried, an
@@ -80,6 +81,8 @@ struct ompi_osc_ucxx_lazy_t {
     size_t rlen;                   /* bytes of results the answer brings */
     volatile int32_t answered;
     int32_t status;                /* the answer's */
+    uint64_t gen;                  /* ... and its detach generation (dynamic windows) */
+    uint64_t syncs;                /* module->dyn_syncs when the request left */
 };
 
 /* ------------------------------------------------------------------------- */
@@ -236,6 +239,7 @@ static int send_on(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worker, ui
     hdr->rlen = (uint32_t) rec->rlen;
     rec->answered = 0;
     rec->status = OMPI_SUCCESS;
+    rec->syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE);
     opal_atomic_wmb();
     rc = ompi_osc_ucxx_am_send(module, worker, rec->target, OSC_UCXX_AM_LOCK, msg, sizeof(*hdr),
                                len);
@@ -277,6 +281,7 @@ static int reply_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, si
         left -= ompi_osc_ucxx_lq_pad(rec->res[i].len);
     }
     rec->status = hdr->status;
+    rec->gen = hdr->gen;
     opal_atomic_wmb();
     rec->answered = 1;
     return OMPI_SUCCESS;
@@ -292,10 +297,14 @@ static void note_error(ompi_osc_ucxx_module_t *module, int status)
     }
 }
 
-/* The request is answered and granted: operations issue from now on. */
+/* The request is answered and granted: operations issue from now on (on
+ * a dynamic window without reading the target's detach generation: the
+ * grant brought it). */
 static void granted(ompi_osc_ucxx_lazy_t *rec)
 {
     note_error(rec->module, rec->status);
+    ompi_osc_ucxx_dyn_gen_seen(rec->module, ompi_osc_ucxx_worker_self(), rec->target, rec->gen,
+                               rec->syncs);
     carried_reset(rec);
     open_remove(rec);
     ompi_osc_ucxx_tgt_clear(&rec->module->peers[rec->target], OSC_UCXX_TGT_LAZY);
@@ -419,13 +428,6 @@ static bool contiguous(ompi_datatype_t *dt, int count)
     return ompi_datatype_is_contiguous_memory_layout(dt, count);
 }
 
-/* A dynamic window's operations are resolved (their range errors found)
- * by the call itself: issued, never carried. */
-static bool dynamic(const ompi_osc_ucxx_target_t *t)
-{
-    return MPI_WIN_FLAVOR_DYNAMIC == t->view->core->flavor;
-}
-
 /* The request goes, carrying what it has; the caller issues. */
 static int issue(ompi_osc_ucxx_lazy_t *rec)
 {
@@ -442,7 +444,7 @@ int ompi_osc_ucxx_lazy_put_get(ompi_osc_ucxx_target_t *t, bool is_put, void *ori
     char *local = (char *) origin_addr + origin_dt->super.true_lb, *vals;
     ompi_osc_ucxx_lq_op_t op;
 
-    if (NULL != req || t->view->memhandle || dynamic(t) || size > UINT32_MAX ||
+    if (NULL != req || t->view->memhandle || size > UINT32_MAX ||
         !contiguous(origin_dt, origin_count) || !contiguous(target_dt, target_count) ||
         !room(rec, is_put ? size : 0, is_put ? 0 : size)) {
         return issue(rec);
@@ -485,7 +487,7 @@ int ompi_osc_ucxx_lazy_acc(ompi_osc_ucxx_acc_t *a, const void *origin_addr, int 
 
     /* (single elements of acc_single_intrinsic handles take another kind
      * of atomic than the stripes the target would apply them under) */
-    if (NULL != a->req || t->view->memhandle || dynamic(t) ||
+    if (NULL != a->req || t->view->memhandle ||
         OSC_UCXX_SINGLE_STRIPES != t->view->single_kind ||
         a->gaps || size > UINT32_MAX || !contiguous(target_dt, target_count) ||
         (values && NULL == origin) || (a->fetch && NULL == result) ||

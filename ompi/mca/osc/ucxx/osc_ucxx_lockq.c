@@ -195,6 +195,11 @@ static void answer(ompi_osc_ucxx_module_t *module, int to, uint64_t token, uint3
     hdr->flags = flags;
     hdr->rlen = (uint32_t) rlen;
     hdr->status = status;
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        /* what a detach-generation read would fetch, sparing the origin's
+         * operations after the grant that round trip */
+        hdr->gen = ompi_osc_ucxx_state_gen_local(module);
+    }
     rc = ompi_osc_ucxx_am_send(module, OSC_UCXX.main_worker, to, OSC_UCXX_AM_LOCK_REPLY, hdr,
                                sizeof(*hdr), sizeof(*hdr) + rlen);
     if (OMPI_SUCCESS != rc) {

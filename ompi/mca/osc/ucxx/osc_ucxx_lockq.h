@@ -41,6 +41,8 @@ typedef struct {
     uint32_t nops;         /* operations carried */
     uint32_t rlen;         /* bytes of results the answer carries */
     int32_t status;        /* answer: OMPI_SUCCESS, or the first operation's error */
+    uint64_t gen;          /* answer, dynamic windows: the target's detach generation,
+                            * read after the request arrived */
 } ompi_osc_ucxx_lq_hdr_t;
 
 /* A carried operation */

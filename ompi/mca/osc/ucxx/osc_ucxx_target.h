@@ -186,6 +186,11 @@ struct ompi_osc_ucxx_dyncache_t {
     /* Where gen_word is NULL, gen was read after the window's dyn_syncs-th
      * synchronization and holds until the next one */
     uint64_t syncs;
+    /* A read of the generation in flight (UCX's request, NULL: none), issued
+     * after the read_syncs-th synchronization, into read_gen */
+    void *read_req;
+    uint64_t read_syncs, read_gen;
+    ompi_osc_ucxx_worker_t *read_worker;
     int count, cap;
     uint64_t max_len;        /* the longest entry (cache_covers starts from it) */
     struct ompi_osc_ucxx_dynentry_t {
