@@ -314,6 +314,7 @@ static void core_fini(ompi_osc_ucxx_module_t *module)
     ompi_osc_ucxx_lockq_release(module);
     ompi_osc_ucxx_lazy_release(module);
     ompi_osc_ucxx_uam_release(module);
+    ompi_osc_ucxx_dyn_settle(module);   /* (its reads use the links) */
     ompi_osc_ucxx_links_release(module);
     ompi_osc_ucxx_dyn_release(module);
     if (NULL != module->access) OBJ_RELEASE(module->access);

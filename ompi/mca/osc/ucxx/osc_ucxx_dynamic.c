@@ -736,7 +736,7 @@ int ompi_osc_ucxx_dyn_resolve_self(ompi_osc_ucxx_module_t *module,
 /* ------------------------------------------------------------------------- */
 
 /* MPI_Win_free, before the links go: no read of ours in flight. */
-static void dyn_free(ompi_osc_ucxx_module_t *module)
+void ompi_osc_ucxx_dyn_settle(ompi_osc_ucxx_module_t *module)
 {
     ompi_osc_ucxx_ltab_t *tab = module->ltab;
 
@@ -754,7 +754,6 @@ static void dyn_free(ompi_osc_ucxx_module_t *module)
 
 void ompi_osc_ucxx_dyn_am_init(void)
 {
-    ompi_osc_ucxx_window_free_hook(dyn_free);
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REQ, region_req_handler);
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_REGION_REPLY, region_reply_handler);
 }
