@@ -201,16 +201,34 @@ void ompi_osc_ucxx_seg_give(void *addr, uint64_t off, size_t len)
     OSC_UCXX_UNLOCK(&seg.lock);
 }
 
+/* The decimal digits of v at p; the end returned.  (snprintf would cost
+ * more instructions than the rest of a first mapping does.) */
+static char *put_decimal(char *p, uint32_t v)
+{
+    char digits[10];
+    int n = 0;
+    do {
+        digits[n++] = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n > 0) *p++ = digits[--n];
+    return p;
+}
+
 void *ompi_osc_ucxx_seg_attach(const ompi_osc_ucxx_segid_t *id, bool check, uint64_t off,
                                size_t len)
 {
-    char path[64];
+    char path[64], *end;
     uint64_t key = 0;
     void *p;
     int fd;
 
     if (id->pid <= 0 || id->fd < 0) return NULL;
-    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) id->pid, (int) id->fd);
+    /* "/proc/<pid>/fd/<fd>" */
+    memcpy(path, "/proc/", 6);
+    end = put_decimal(path + 6, (uint32_t) id->pid);
+    memcpy(end, "/fd/", 4);
+    *put_decimal(end + 4, (uint32_t) id->fd) = '\0';
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         OSC_UCXX_VERBOSE(10, "cannot open %s: %s", path, strerror(errno));
