@@ -57,14 +57,19 @@ void ompi_osc_ucxx_cma_self(int32_t *pid, uint64_t *ident)
     *ident = (uint64_t) (uintptr_t) &ident_word;
 }
 
+/* (under OSC_UCXX.lock) */
 static intptr_t probe(ompi_proc_t *proc, int32_t pid, uint64_t ident)
 {
+    static int refuse = -1;  /* the test hook, read once (getenv walks the environment) */
     uint64_t got = 0;
     struct iovec l = {&got, sizeof(got)}, r = {(void *) (uintptr_t) ident, sizeof(got)};
-    const char *hook = getenv("OSC_UCXX_TEST_CMA_REFUSE");
     ssize_t n;
 
-    if (NULL != hook && 0 == strcmp(hook, "1")) {
+    if (refuse < 0) {
+        const char *hook = getenv("OSC_UCXX_TEST_CMA_REFUSE");
+        refuse = NULL != hook && 0 == strcmp(hook, "1");
+    }
+    if (refuse) {
         n = -1;
         errno = EPERM;
     } else {

@@ -224,49 +224,70 @@ static void map_drop(ompi_osc_ucxx_pmap_t *m)
     *at = m->next;
 }
 
-char *ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, uint64_t off, size_t len, uint64_t unit,
-                             ompi_osc_ucxx_pmap_t **out)
+/* (under the lock) A mapping of `e` that holds [lo, hi), referenced. */
+static ompi_osc_ucxx_pmap_t *map_held(ompi_osc_ucxx_pent_t *e, uint64_t lo, uint64_t hi)
 {
-    uint64_t lo = off / unit * unit, hi = (off + len + unit - 1) / unit * unit;
-    ompi_osc_ucxx_segid_t id;
     ompi_osc_ucxx_pmap_t *m;
-    bool check;
-    char *addr;
-
-    *out = NULL;
-    if (!ompi_osc_ucxx_ptab_identity(e, &id)) return NULL;
-    OSC_UCXX_LOCK(&OSC_UCXX.lock);
     for (m = e->maps; NULL != m && !(m->off <= lo && m->off + m->len >= hi); m = m->next) {
     }
-    if (NULL != m) {
-        if (0 == m->refs++) idle_unlink(m);
-        touch(e);
-        OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-        *out = m;
-        return m->addr + (off - m->off);
+    if (NULL != m && 0 == m->refs++) idle_unlink(m);
+    return m;
+}
+
+/* Each request's range in a mapping held, or in one made now: those made,
+ * all at once (one open of the peer's file). */
+bool ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_pmap_req_t *req, int n)
+{
+    ompi_osc_ucxx_seg_range_t r[OSC_UCXX_PTAB_MAP_MAX];
+    ompi_osc_ucxx_pmap_t *made[OSC_UCXX_PTAB_MAP_MAX] = {NULL};
+    int at[OSC_UCXX_PTAB_MAP_MAX], nr = 0, i;
+    ompi_osc_ucxx_segid_t id;
+    bool check;
+
+    for (i = 0; i < n; ++i) req[i].map = NULL;
+    if (n > OSC_UCXX_PTAB_MAP_MAX || !ompi_osc_ucxx_ptab_identity(e, &id)) return false;
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (i = 0; i < n; ++i) {
+        uint64_t lo = req[i].off / req[i].unit * req[i].unit;
+        uint64_t hi = (req[i].off + req[i].len + req[i].unit - 1) / req[i].unit * req[i].unit;
+        req[i].map = map_held(e, lo, hi);
+        if (NULL == req[i].map) {
+            r[nr].off = lo;
+            r[nr].len = (size_t) (hi - lo);
+            at[nr++] = i;
+        }
     }
+    touch(e);
     check = !e->checked;
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    addr = ompi_osc_ucxx_seg_attach(&id, check, lo, (size_t) (hi - lo));
-    if (NULL == addr || NULL == (m = calloc(1, sizeof(*m)))) {
-        ompi_osc_ucxx_seg_detach(addr, (size_t) (hi - lo));
-        return NULL;
+    for (i = 0; i < nr && NULL != (made[i] = calloc(1, sizeof(*made[i]))); ++i) {
     }
-    m->ent = e;
-    m->off = lo;
-    m->len = (size_t) (hi - lo);
-    m->addr = addr;
-    m->refs = 1;
+    if (nr > 0 && (i < nr || !ompi_osc_ucxx_seg_attach(&id, check, r, nr))) {
+        for (i = 0; i < nr; ++i) free(made[i]);
+        for (i = 0; i < n; ++i) ompi_osc_ucxx_ptab_unmap(req[i].map);
+        for (i = 0; i < n; ++i) req[i].map = NULL;
+        return false;
+    }
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    e->checked = true;
-    m->next = e->maps;
-    e->maps = m;
-    touch(e);
+    for (i = 0; i < nr; ++i) {
+        ompi_osc_ucxx_pmap_t *m = made[i];
+        m->ent = e;
+        m->off = r[i].off;
+        m->len = r[i].len;
+        m->addr = r[i].addr;
+        m->refs = 1;
+        m->next = e->maps;
+        e->maps = m;
+        req[at[i]].map = m;
+        OSC_UCXX_VERBOSE(20, "peer pid %d: [%#" PRIx64 ", %#" PRIx64 ") of its memory mapped "
+                         "at %p", (int) id.pid, m->off, m->off + m->len, (void *) m->addr);
+    }
+    if (nr > 0) e->checked = true;
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    OSC_UCXX_VERBOSE(20, "peer pid %d: [%#" PRIx64 ", %#" PRIx64 ") of its memory mapped at %p",
-                     (int) id.pid, lo, hi, (void *) addr);
-    *out = m;
-    return addr + (off - lo);
+    for (i = 0; i < n; ++i) {
+        req[i].addr = req[i].map->addr + (req[i].off - req[i].map->off);
+    }
+    return true;
 }
 
 void ompi_osc_ucxx_ptab_unmap(ompi_osc_ucxx_pmap_t *m)

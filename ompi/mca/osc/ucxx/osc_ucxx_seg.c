@@ -18,11 +18,13 @@
  *   - A range's pages are reserved when it is taken (fallocate), so a store
  *     into it never faults for want of memory: where the memory is not
  *     there the window's creation fails with MPI_ERR_NO_MEM instead.
- *   - A peer maps a range by opening /proc/<pid>/fd/<fd> (as UCX's posix
+ *   - A peer maps ranges by opening /proc/<pid>/fd/<fd> (as UCX's posix
  *     transport does; the kernel allows it to the same user, where the owner
- *     is dumpable), mapping and closing it.  The file's first word holds the
- *     owner's name, which the peer checks on its first mapping: a pid of
- *     another pid namespace or a reused one names another file.
+ *     is dumpable), mapping them and closing it: the ranges a first access
+ *     needs (a window's state page and memory) in one open.  The file's
+ *     first word holds the owner's name, which the peer checks on its
+ *     first mapping: a pid of another pid namespace or a reused one names
+ *     another file.
  *   - The file is registered with UCX range by range for peers that reach
  *     it through UCX (other nodes; osc_ucxx_memory.c).
  */
@@ -201,33 +203,58 @@ void ompi_osc_ucxx_seg_give(void *addr, uint64_t off, size_t len)
     OSC_UCXX_UNLOCK(&seg.lock);
 }
 
-void *ompi_osc_ucxx_seg_attach(const ompi_osc_ucxx_segid_t *id, bool check, uint64_t off,
-                               size_t len)
+/* The decimal digits of v at p; the end returned.  (snprintf would cost
+ * more instructions than the rest of a first mapping does.) */
+static char *put_decimal(char *p, uint32_t v)
 {
-    char path[64];
-    uint64_t key = 0;
-    void *p;
-    int fd;
+    char digits[10];
+    int n = 0;
+    do {
+        digits[n++] = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n > 0) *p++ = digits[--n];
+    return p;
+}
 
-    if (id->pid <= 0 || id->fd < 0) return NULL;
-    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) id->pid, (int) id->fd);
+bool ompi_osc_ucxx_seg_attach(const ompi_osc_ucxx_segid_t *id, bool check,
+                              ompi_osc_ucxx_seg_range_t *r, int n)
+{
+    char path[64], *end;
+    uint64_t key = 0;
+    int fd, i;
+
+    if (id->pid <= 0 || id->fd < 0) return false;
+    /* "/proc/<pid>/fd/<fd>" */
+    memcpy(path, "/proc/", 6);
+    end = put_decimal(path + 6, (uint32_t) id->pid);
+    memcpy(end, "/fd/", 4);
+    *put_decimal(end + 4, (uint32_t) id->fd) = '\0';
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         OSC_UCXX_VERBOSE(10, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
+        return false;
     }
     if (check && (sizeof(key) != pread(fd, &key, sizeof(key), 0) || key != id->key)) {
         OSC_UCXX_VERBOSE(10, "%s is not the file of the process we want", path);
         close(fd);
-        return NULL;
+        return false;
     }
-    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) off);
+    for (i = 0; i < n; ++i) {
+        r[i].addr = mmap(NULL, r[i].len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                         (off_t) r[i].off);
+        if (MAP_FAILED == r[i].addr) {
+            OSC_UCXX_VERBOSE(10, "cannot map %zu bytes of %s: %s", r[i].len, path,
+                             strerror(errno));
+            break;
+        }
+    }
     close(fd);
-    if (MAP_FAILED == p) {
-        OSC_UCXX_VERBOSE(10, "cannot map %zu bytes of %s: %s", len, path, strerror(errno));
-        return NULL;
+    if (i < n) {
+        while (i-- > 0) munmap(r[i].addr, r[i].len);
+        return false;
     }
-    return p;
+    return true;
 }
 
 void ompi_osc_ucxx_seg_detach(void *addr, size_t len)

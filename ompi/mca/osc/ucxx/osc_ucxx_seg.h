@@ -49,10 +49,19 @@ bool ompi_osc_ucxx_seg_self(ompi_osc_ucxx_segid_t *id);
 int ompi_osc_ucxx_seg_take(size_t len, void **addr, uint64_t *off);
 /* Give back what seg_take gave (its pages go back to the system). */
 void ompi_osc_ucxx_seg_give(void *addr, uint64_t off, size_t len);
-/* [off, off + len) of a peer's file mapped here, or NULL.  `check`: read
- * the owner's name first (the pid may name another process). */
-void *ompi_osc_ucxx_seg_attach(const ompi_osc_ucxx_segid_t *id, bool check, uint64_t off,
-                               size_t len);
+/* A range of a peer's file to map: [off, off + len), and where it went. */
+typedef struct {
+    uint64_t off;
+    size_t len;
+    void *addr;
+} ompi_osc_ucxx_seg_range_t;
+/* The `n` ranges of a peer's file mapped here, its file opened once (an
+ * open is as costly as a mapping): true where every one is mapped, false
+ * (none mapped) otherwise.  `check`: read the owner's name first (the pid
+ * may name another process).  The file is closed again before this
+ * returns: a descriptor held per peer would eat the program's. */
+bool ompi_osc_ucxx_seg_attach(const ompi_osc_ucxx_segid_t *id, bool check,
+                              ompi_osc_ucxx_seg_range_t *r, int n);
 void ompi_osc_ucxx_seg_detach(void *addr, size_t len);
 /* Our identity as a string (the modex) and back. */
 void ompi_osc_ucxx_segid_format(const ompi_osc_ucxx_segid_t *id, char *buf, size_t len);

@@ -434,30 +434,27 @@ static bool mappable(ompi_osc_ucxx_module_t *module, int target)
 }
 
 /* The peer's memory and state, ranges of its shared memory mapped here
- * (or the group's segment of a shared window). */
+ * (or the group's segment of a shared window): an allocate window's both
+ * at once (one open of the peer's file), or neither (its memory by UCX, its
+ * state by loads, is no path). */
 static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_pent_t *e)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     uint64_t data_off = peer_data_off(module, target);
     uint64_t state_off = peer_state_off(module, target);
+    ompi_osc_ucxx_pmap_req_t req[2] = {
+        {.off = state_off, .len = module->state_size, .unit = OSC_UCXX_SEG_MAP_PAGE},
+        {.off = data_off, .len = ompi_osc_ucxx_peer_size(module, target),
+         .unit = OSC_UCXX_SEG_MAP_GRANULE}};
+    int n = MPI_WIN_FLAVOR_ALLOCATE == module->flavor && OSC_UCXX_SEG_NONE != data_off ? 2 : 1;
 
-    if (OSC_UCXX_SEG_NONE != state_off) {
-        peer->direct_state = (ompi_osc_ucxx_state_t *) ompi_osc_ucxx_ptab_map(
-            e, state_off, module->state_size, OSC_UCXX_SEG_MAP_PAGE, &peer->maps[1]);
-    }
-    if (NULL != peer->direct_state && MPI_WIN_FLAVOR_ALLOCATE == module->flavor &&
-        OSC_UCXX_SEG_NONE != data_off) {
-        /* (both or neither: its memory by UCX, its state by loads, is no path) */
-        peer->direct_data = ompi_osc_ucxx_ptab_map(e, data_off,
-                                                   ompi_osc_ucxx_peer_size(module, target),
-                                                   OSC_UCXX_SEG_MAP_GRANULE, &peer->maps[0]);
-        if (NULL == peer->direct_data) {
-            ompi_osc_ucxx_ptab_unmap(peer->maps[1]);
-            peer->maps[1] = NULL;
-            peer->direct_state = NULL;
-        }
-    }
-    if (NULL != peer->direct_state && NULL != module->shseg) {
+    if (OSC_UCXX_SEG_NONE == state_off || !ompi_osc_ucxx_ptab_map(e, req, n)) return;
+    peer->direct_state = (ompi_osc_ucxx_state_t *) req[0].addr;
+    peer->maps[1] = req[0].map;
+    if (2 == n) {
+        peer->direct_data = req[1].addr;
+        peer->maps[0] = req[1].map;
+    } else if (NULL != module->shseg) {
         /* MPI_Win_allocate_shared: all of the group's segment is mapped here */
         peer->direct_data = module->shseg->map + module->shseg->offsets[target];
     }
@@ -513,9 +510,13 @@ volatile uint64_t *ompi_osc_ucxx_peer_post_slot(ompi_osc_ucxx_module_t *module, 
     at = state->posts_at.value;
     OSC_UCXX_LOCK(&module->setup_lock);
     if (NULL == peer->post_slot && NULL != peer->ent && OSC_UCXX_SEG_NONE != at) {
-        peer->post_slot = (volatile uint64_t *) ompi_osc_ucxx_ptab_map(
-            peer->ent, at + (uint64_t) module->rank * sizeof(uint64_t), sizeof(uint64_t),
-            OSC_UCXX_SEG_MAP_PAGE, &peer->maps[2]);
+        ompi_osc_ucxx_pmap_req_t req = {.off = at + (uint64_t) module->rank * sizeof(uint64_t),
+                                         .len = sizeof(uint64_t),
+                                         .unit = OSC_UCXX_SEG_MAP_PAGE};
+        if (ompi_osc_ucxx_ptab_map(peer->ent, &req, 1)) {
+            peer->maps[2] = req.map;
+            peer->post_slot = (volatile uint64_t *) req.addr;
+        }
     }
     OSC_UCXX_UNLOCK(&module->setup_lock);
     return peer->post_slot;

@@ -108,9 +108,10 @@ void ompi_osc_ucxx_rkeys_drop(ompi_osc_ucxx_worker_t *worker, uint64_t key);
  * bound on how many peers hold anything, the idle ones let go first.
  * get: the entry (made on first call); identity: how to map its memory
  * (the modex, or what set_identity recorded from a window's exchange);
- * map: [off, off + len) of its file mapped here, rounded out to `unit`
- * (OSC_UCXX_SEG_MAP_*), in a mapping held or its own (the address of off;
- * unmap gives *map back); user_add / user_remove: a window's use of the
+ * map: each request's [off, off + len) of its file mapped here, rounded
+ * out to `unit` (OSC_UCXX_SEG_MAP_*), in a mapping held or its own, those
+ * made by one open of the file (req->addr: the address of off; unmap gives
+ * req->map back), all or none; user_add / user_remove: a window's use of the
  * peer (its rank there), which the hooks ask about (busy: in an epoch)
  * and end (release: the window drops its mappings and links of the peer)
  * when the peer goes; endpoint: a worker made an endpoint to it; trim: over
@@ -119,8 +120,14 @@ ompi_osc_ucxx_pent_t *ompi_osc_ucxx_ptab_get(ompi_proc_t *proc);
 void ompi_osc_ucxx_ptab_set_identity(ompi_proc_t *proc, const ompi_osc_ucxx_segid_t *id);
 bool ompi_osc_ucxx_ptab_identity(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_segid_t *id);
 int ompi_osc_ucxx_ptab_publish(void);
-char *ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, uint64_t off, size_t len, uint64_t unit,
-                             ompi_osc_ucxx_pmap_t **map);
+#define OSC_UCXX_PTAB_MAP_MAX 3
+typedef struct {
+    uint64_t off, unit;
+    size_t len;
+    char *addr;
+    ompi_osc_ucxx_pmap_t *map;
+} ompi_osc_ucxx_pmap_req_t;
+bool ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_pmap_req_t *req, int n);
 void ompi_osc_ucxx_ptab_unmap(ompi_osc_ucxx_pmap_t *map);
 int ompi_osc_ucxx_ptab_user_add(ompi_osc_ucxx_pent_t *e, void *module, int target);
 void ompi_osc_ucxx_ptab_user_remove(ompi_osc_ucxx_pent_t *e, void *module, int target);
