@@ -469,11 +469,8 @@ static int acc_contig(ompi_osc_ucxx_acc_t *a, const void *origin, void *result, 
  * generation; the caller then starts reading it (dyn_read_ahead). */
 static bool at_target(ompi_osc_ucxx_target_t *t, size_t bytes)
 {
-    ompi_osc_ucxx_view_t *view = t->view;
-
-    if (view->memhandle || OSC_UCXX_SINGLE_STRIPES != view->single_kind ||
-        NULL == (t->worker = ompi_osc_ucxx_view_worker(view)) ||
-        !ompi_osc_ucxx_dyn_unverified(t->module, t->worker, t->rank, bytes)) {
+    if (OSC_UCXX_SINGLE_STRIPES != t->view->single_kind ||
+        !ompi_osc_ucxx_dyn_by_message(t, bytes)) {
         return false;
     }
     memset(&t->path, 0, sizeof(t->path));

@@ -438,8 +438,7 @@ static int put_get(ompi_osc_ucxx_view_t *view, bool is_put, void *origin_addr, i
         if (OSC_UCXX_ISSUE != rc) return rc;
     }
     if (OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == t.module->flavor) && NULL == req &&
-        !view->memhandle && NULL != (t.worker = ompi_osc_ucxx_view_worker(view)) &&
-        ompi_osc_ucxx_dyn_unverified(t.module, t.worker, target, size)) {
+        ompi_osc_ucxx_dyn_by_message(&t, size)) {
         /* the target checks the range: no wait for its detach generation */
         rc = put_get_by_message(&t, is_put, origin_addr, origin_count, origin_dt, target_count,
                                 target_dt, size, req);

@@ -615,6 +615,13 @@ bool ompi_osc_ucxx_dyn_unverified(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_
     return syncs != cache->syncs;
 }
 
+bool ompi_osc_ucxx_dyn_by_message(ompi_osc_ucxx_target_t *t, size_t bytes)
+{
+    return MPI_WIN_FLAVOR_DYNAMIC == t->module->flavor && !t->view->memhandle &&
+           NULL != (t->worker = ompi_osc_ucxx_view_worker(t->view)) &&
+           ompi_osc_ucxx_dyn_unverified(t->module, t->worker, t->rank, bytes);
+}
+
 void ompi_osc_ucxx_dyn_read_ahead(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                                   int target)
 {

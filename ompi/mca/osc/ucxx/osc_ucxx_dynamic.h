@@ -39,9 +39,12 @@ void ompi_osc_ucxx_dyn_cache_free(ompi_osc_ucxx_dyncache_t *cache);
  * waiting: the accesses after it use the cache once it is in. */
 bool ompi_osc_ucxx_dyn_unverified(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                                   int target, size_t bytes);
+/* ... for an operation's target on a dynamic window (not a memory-handle
+ * view): sets t->worker. */
+bool ompi_osc_ucxx_dyn_by_message(ompi_osc_ucxx_target_t *t, size_t bytes);
 void ompi_osc_ucxx_dyn_read_ahead(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                                   int target);
-/* Its message kinds and its part in freeing a window (component init) */
+/* Its message kinds (component init) */
 void ompi_osc_ucxx_dyn_am_init(void);
 
 END_C_DECLS

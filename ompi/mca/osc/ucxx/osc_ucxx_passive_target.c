@@ -165,18 +165,18 @@ static __opal_attribute_noinline__ int unlock_unchecked(ompi_osc_ucxx_module_t *
  * completes them completes it too: one round trip, the release never
  * ahead of an operation at the target, and nothing of the epoch left when
  * we return.  What a fence cannot order (other threads' links, messages:
- * ompi_osc_ucxx_fence_covers) is completed first and the release posted
- * behind it, not waited for (the link's next flush completes it): one
- * round trip too, where waiting for it took another. */
+ * ompi_osc_ucxx_fence_covers; a fence that failed) is completed first and
+ * the release posted behind it, not waited for (the link's next flush
+ * completes it): one round trip too, where waiting for it took another. */
 static __opal_attribute_noinline__ int unlock_ucx(ompi_osc_ucxx_module_t *module, int target,
                                                   int type)
 {
     ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
     int rc, r2;
 
-    if (NULL != worker && ompi_osc_ucxx_fence_covers(module, worker, target)) {
-        opal_atomic_mb();  /* stores through mappings are visible before the release */
-        (void) ompi_osc_ucxx_fence_link(module, worker, NULL);
+    opal_atomic_mb();  /* stores through mappings are visible before the release */
+    if (NULL != worker && ompi_osc_ucxx_fence_covers(module, worker, target) &&
+        OMPI_SUCCESS == ompi_osc_ucxx_fence_link(module, worker, NULL)) {
         r2 = ompi_osc_ucxx_state_unlock_post(module, target, type);
         rc = ompi_osc_ucxx_flush_before(module, target, NULL, false);
     } else {
