@@ -20,6 +20,12 @@
  * cannot be mapped (1 GiB with the address space limited to 256 MiB more
  * than the process uses) must fail with an error on every rank and leave
  * nothing behind that breaks later windows.
+ * Then many windows alive at once (their state segments share pages of
+ * the window arena their memory comes from, next to other windows'
+ * memory), some freed and others made in their place, each used with
+ * every rank's fetch_and_ops, lock_all, fence and accumulates: every
+ * window's elements hold what its own operations left, nothing of
+ * another window's state.
  */
 #include "testutil.h"
 #include <stdint.h>
@@ -130,6 +136,71 @@ static void run(MPI_Aint nelem_mine, const char *what)
     free(ranks);
 }
 
+#define MANY 12
+
+static int64_t mpattern(int rank, int w, MPI_Aint i)
+{
+    return (int64_t) 0x3c3c000000000000LL + rank * 1000003LL + w * 100003LL + i;
+}
+
+static void many_make(MPI_Win *win, int64_t **base, MPI_Aint *nelem, int w, MPI_Aint n)
+{
+    nelem[w] = n;
+    TU_MPI(MPI_Win_allocate(n * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
+                            MPI_COMM_WORLD, &base[w], &win[w]));
+    for (MPI_Aint i = 0; i < n; i++) base[w][i] = mpattern(me, w, i);
+}
+
+/* Every rank adds 1 to the first and last element of every peer's window
+ * under lock_all, then me + 1 to the last under a fence. */
+static void many_use(MPI_Win win, MPI_Aint n)
+{
+    int64_t one = 1, old, add = me + 1;
+
+    TU_MPI(MPI_Win_lock_all(0, win));
+    for (int t = 0; t < nprocs; t++) {
+        TU_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, t, 0, MPI_SUM, win));
+        TU_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, t, n - 1, MPI_SUM, win));
+    }
+    TU_MPI(MPI_Win_unlock_all(win));
+    TU_MPI(MPI_Win_fence(0, win));
+    for (int t = 0; t < nprocs; t++) {
+        TU_MPI(MPI_Accumulate(&add, 1, MPI_INT64_T, t, n - 1, 1, MPI_INT64_T, MPI_SUM, win));
+    }
+    TU_MPI(MPI_Win_fence(0, win));
+}
+
+static void many(void)
+{
+    MPI_Aint sizes[] = { 1, 512, 513, 2, 1024, 3 * 512 + 5, 64, 512 * 5, 1, 511, 700, 8 };
+    MPI_Aint later[] = { 512 * 2, 1, 513 };
+    int gone[] = { 1, 4, 8 };
+    MPI_Win win[MANY];
+    int64_t *base[MANY];
+    MPI_Aint nelem[MANY];
+    int64_t sum = (int64_t) nprocs * (nprocs + 1) / 2;
+
+    for (int w = 0; w < MANY; w++) many_make(win, base, nelem, w, sizes[w]);
+    for (int k = 0; k < 3; k++) TU_MPI(MPI_Win_free(&win[gone[k]]));
+    for (int k = 0; k < 3; k++) many_make(win, base, nelem, gone[k], later[k]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int w = 0; w < MANY; w++) many_use(win[w], nelem[w]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int w = 0; w < MANY; w++) {
+        MPI_Aint n = nelem[w];
+        for (MPI_Aint i = 0; i < n; i++) {
+            int64_t want = mpattern(me, w, i);
+            if (0 == i) want += nprocs;
+            if (n - 1 == i) want += nprocs + sum;
+            TU_CHECK(base[w][i] == want, "many windows: window %d, element %ld of %ld holds "
+                     "%lld, want %lld", w, (long) i, (long) n, (long long) base[w][i],
+                     (long long) want);
+            if (base[w][i] != want) break;
+        }
+    }
+    for (int w = MANY - 1; w >= 0; w--) TU_MPI(MPI_Win_free(&win[w]));
+}
+
 /* MPI_Win_allocate of 1 GiB that cannot be mapped (RLIMIT_AS). */
 static void unmappable(void)
 {
@@ -183,6 +254,7 @@ int main(int argc, char **argv)
     }
     unmappable();
     for (int k = 0; k < 2; k++) run(sizes[k], "after a failed MPI_Win_allocate");
+    many();
     int rc = tu_finish("alloc_layout");
     MPI_Finalize();
     return rc;

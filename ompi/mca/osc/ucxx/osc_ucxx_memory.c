@@ -195,6 +195,12 @@ static void kept_put(void *addr, ucp_mem_h memh, size_t len, uint32_t serial, ui
  *     a peer that posts maps a page of them;
  *   - MPI_Win_allocate windows of up to 256 KiB:
  *     1 MiB arenas of page units, so window memory stays page-aligned.
+ *     Such a window's state segment lies in its arena too, in a state
+ *     page (four segments to a page) of the 16 KiB granule its memory
+ *     starts in, or in the page just before its memory: a peer's first
+ *     access maps the window's state and memory with one mapping
+ *     (osc_ucxx_target.c), and the next windows of the granule (three of
+ *     a page each) map nothing new.
  * An arena lives while a taker uses it, and the newest of a class stays
  * when empty: freeing it would cost the segment the next window pays
  * again, and peers that keep its rkey (ompi_osc_ucxx_rkey_give) would keep
@@ -210,6 +216,8 @@ typedef struct arena_t {
     uint32_t serial;
     int used;                              /* units taken */
     uint64_t taken[ARENA_UNITS / 64];      /* a bit a unit */
+    uint8_t slots[ARENA_UNITS];            /* window arenas: a state page's segments
+                                            * taken, a bit each (0: no state page) */
     struct arena_t *next;                  /* newest first */
 } arena_t;
 
@@ -300,8 +308,81 @@ static int arena_take(arena_class_t *c, size_t size, void **addr, ucp_mem_h *mem
     return OMPI_SUCCESS;
 }
 
-/* Give back to an arena of class `c` what arena_take gave; false: `memh`
- * is none of the class's arenas. */
+/* ------------------------------------------------------------------------- */
+/* State segments in window arenas */
+
+/* A window's state segment in its window arena: slots of this many bytes,
+ * at most 7 to a state page (a bit each, the eighth says "state page"). */
+#define STATE_SLOT 1024
+#define SLOTS_PAGE 0x80
+
+static int slots_per_page(void)
+{
+    int n = (int) (opal_getpagesize() / STATE_SLOT);
+    return n < 7 ? n : 7;
+}
+
+static int granule_pages(void)
+{
+    size_t g = OSC_UCXX_SEG_MAP_GRANULE / opal_getpagesize();
+    return g > 0 ? (int) g : 1;
+}
+
+/* A free slot of a state page among units [lo, hi) of `a`: its unit
+ * (*slot its index), or -1. */
+static int slot_find(const arena_t *a, int lo, int hi, int *slot)
+{
+    for (int u = lo; u < hi && u < ARENA_UNITS; ++u) {
+        if (!(a->slots[u] & SLOTS_PAGE)) continue;
+        for (int k = 0; k < slots_per_page(); ++k) {
+            if (!(a->slots[u] & (1 << k))) {
+                *slot = k;
+                return u;
+            }
+        }
+    }
+    return -1;
+}
+
+/* `n` pages of `a` for a window and a slot for its state: a state page's
+ * in the granules the window starts and ends in, else a new state page
+ * just before the window.  False where `a` has no room for either.
+ * (Under the lock.) */
+static bool window_place(arena_t *a, int n, int *first, int *spage, int *slot)
+{
+    int g = granule_pages();
+
+    *first = units_find(a, n);
+    if (*first >= 0) {
+        *spage = slot_find(a, *first / g * g, ((*first + n - 1) / g + 1) * g, slot);
+        if (*spage >= 0) return true;
+    }
+    *spage = units_find(a, n + 1);
+    if (*spage < 0) return false;
+    *first = *spage + 1;
+    *slot = 0;
+    units_mark(a, *spage, 1, true);
+    a->slots[*spage] = SLOTS_PAGE;
+    return true;
+}
+
+/* Give back a state slot of `a`: its page too when its last. */
+static void slot_give(arena_t *a, char *addr)
+{
+    size_t page = (size_t) opal_getpagesize();
+    int u = (int) ((addr - a->base) / page);
+    int k = (int) ((size_t) (addr - a->base) % page / STATE_SLOT);
+
+    a->slots[u] &= (uint8_t) ~(1 << k);
+    if (SLOTS_PAGE == a->slots[u]) {
+        a->slots[u] = 0;
+        units_mark(a, u, 1, false);
+    }
+}
+
+/* Give back to an arena of class `c` what arena_take gave (or a state
+ * slot, shorter than a unit); false: `memh` is none of the class's
+ * arenas. */
 static bool arena_give(arena_class_t *c, void *addr, ucp_mem_h memh, size_t len)
 {
     size_t unit = class_unit(c);
@@ -311,7 +392,11 @@ static bool arena_give(arena_class_t *c, void *addr, ucp_mem_h memh, size_t len)
     for (at = &c->list; NULL != (a = *at) && a->memh != memh; at = &a->next) {
     }
     if (NULL != a) {
-        units_mark(a, (int) (((char *) addr - a->base) / unit), (int) (len / unit), false);
+        if (len < unit) {
+            slot_give(a, addr);
+        } else {
+            units_mark(a, (int) (((char *) addr - a->base) / unit), (int) (len / unit), false);
+        }
         if (0 == a->used && a != c->list) {
             *at = a->next;
             gone = a;
@@ -380,12 +465,52 @@ void ompi_osc_ucxx_state_warm(void)
     }
 }
 
-int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_t *serial,
-                              size_t *len, uint64_t *off)
+/* A window arena's pages for a window of `size` bytes and a slot for its
+ * state (`st`), as arena_take. */
+static int window_arena_take(size_t size, ompi_osc_ucxx_wstate_t *st, void **addr,
+                             ucp_mem_h *memh, uint32_t *serial, size_t *len, uint64_t *off)
 {
+    size_t page = (size_t) opal_getpagesize();
+    int n = (int) ((size + page - 1) / page), first = -1, spage = -1, slot = 0;
+    arena_t *a;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (a = window_arenas.list; NULL != a && !window_place(a, n, &first, &spage, &slot);
+         a = a->next) {
+    }
+    if (NULL == a && NULL != (a = arena_new(&window_arenas))) {
+        (void) window_place(a, n, &first, &spage, &slot);
+    }
+    if (NULL != a) {
+        units_mark(a, first, n, true);
+        a->slots[spage] |= (uint8_t) (1 << slot);
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    if (NULL == a) return MPI_ERR_NO_MEM;  /* (mem_map said why) */
+    *addr = a->base + (size_t) first * page;
+    *memh = a->memh;
+    *serial = a->serial;
+    *len = (size_t) n * page;
+    *off = OSC_UCXX_SEG_NONE == a->off ? a->off : a->off + (size_t) first * page;
+    st->addr = a->base + (size_t) spage * page + (size_t) slot * STATE_SLOT;
+    st->len = STATE_SLOT;
+    st->off = OSC_UCXX_SEG_NONE == a->off
+                  ? a->off
+                  : a->off + (size_t) spage * page + (size_t) slot * STATE_SLOT;
+    memset(st->addr, 0, STATE_SLOT);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_ucxx_window_take(size_t size, ompi_osc_ucxx_wstate_t *st, void **addr,
+                              ucp_mem_h *memh, uint32_t *serial, size_t *len, uint64_t *off)
+{
+    st->addr = NULL;
     if (size > ARENA_UNITS * class_unit(&window_arenas) / 4) {
         *len = size;
         return own_take(len, addr, memh, serial, off);
+    }
+    if (st->size > 0 && st->size <= STATE_SLOT) {
+        return window_arena_take(size, st, addr, memh, serial, len, off);
     }
     return arena_take(&window_arenas, size, addr, memh, serial, len, off);
 }

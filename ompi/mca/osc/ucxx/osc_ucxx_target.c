@@ -433,22 +433,47 @@ static bool mappable(ompi_osc_ucxx_module_t *module, int target)
            (NULL == module->pub_unmappable || !module->pub_unmappable[target]);
 }
 
+/* Do an allocate window's state at `state` and memory [data, data + len)
+ * lie in the same granules of the peer's file, or next to them (its window
+ * arena puts them so: osc_ucxx_memory.c)? */
+static bool state_by_data(uint64_t state, uint64_t data, size_t len)
+{
+    uint64_t g = OSC_UCXX_SEG_MAP_GRANULE;
+    uint64_t lo = data / g * g, hi = (data + len + g - 1) / g * g;
+    return state + g >= lo && state < hi + g;
+}
+
 /* The peer's memory and state, ranges of its shared memory mapped here
  * (or the group's segment of a shared window): an allocate window's both
- * at once (one open of the peer's file), or neither (its memory by UCX, its
- * state by loads, is no path). */
+ * at once, with one mapping where they are near (a state page of its
+ * window arena), else with two (one open of the peer's file), or neither
+ * (its memory by UCX, its state by loads, is no path). */
 static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_pent_t *e)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     uint64_t data_off = peer_data_off(module, target);
     uint64_t state_off = peer_state_off(module, target);
+    size_t len = ompi_osc_ucxx_peer_size(module, target);
     ompi_osc_ucxx_pmap_req_t req[2] = {
         {.off = state_off, .len = module->state_size, .unit = OSC_UCXX_SEG_MAP_PAGE},
-        {.off = data_off, .len = ompi_osc_ucxx_peer_size(module, target),
-         .unit = OSC_UCXX_SEG_MAP_GRANULE}};
+        {.off = data_off, .len = len, .unit = OSC_UCXX_SEG_MAP_GRANULE}};
     int n = MPI_WIN_FLAVOR_ALLOCATE == module->flavor && OSC_UCXX_SEG_NONE != data_off ? 2 : 1;
 
-    if (OSC_UCXX_SEG_NONE == state_off || !ompi_osc_ucxx_ptab_map(e, req, n)) return;
+    if (OSC_UCXX_SEG_NONE == state_off) return;
+    if (2 == n && state_by_data(state_off, data_off, len)) {
+        uint64_t lo = state_off < data_off ? state_off : data_off;
+        uint64_t hi = state_off + module->state_size > data_off + len
+                          ? state_off + module->state_size
+                          : data_off + len;
+        ompi_osc_ucxx_pmap_req_t both = {.off = lo, .len = (size_t) (hi - lo),
+                                         .unit = OSC_UCXX_SEG_MAP_GRANULE};
+        if (!ompi_osc_ucxx_ptab_map(e, &both, 1)) return;
+        peer->direct_state = (ompi_osc_ucxx_state_t *) (both.addr + (state_off - lo));
+        peer->direct_data = both.addr + (data_off - lo);
+        peer->maps[0] = both.map;
+        return;
+    }
+    if (!ompi_osc_ucxx_ptab_map(e, req, n)) return;
     peer->direct_state = (ompi_osc_ucxx_state_t *) req[0].addr;
     peer->maps[1] = req[0].map;
     if (2 == n) {

@@ -320,7 +320,11 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
         local_rc = pack_rkey(module->data_memh, &data_rkey, &data_rkey_len);
     }
     if (OMPI_SUCCESS == local_rc) {
-        local_rc = pack_rkey(module->state_memh, &state_rkey, &state_rkey_len);
+        /* (none where the state lies in the window's memory's allocation:
+         * peers reach it with the data rkey) */
+        local_rc = module->state_memh == module->data_memh
+                       ? OMPI_SUCCESS
+                       : pack_rkey(module->state_memh, &state_rkey, &state_rkey_len);
     }
     if (OMPI_SUCCESS == local_rc) {
         local_rc = ompi_osc_ucxx_main_address(&addr, &addr_len);
@@ -504,11 +508,11 @@ static bool machine_can_hold(size_t len)
 
 /* The window's memory: ours where we allocate it (osc_ucxx_memory.c), so
  * peers on the node map it; registered where the user owns it.  An
- * allocated window's state segment is not in its pages but in a state
- * arena, with other windows' (as every window's): a peer maps a page of
- * state for four windows and the window's own pages, and reaches the state
- * through UCX with the arena's rkey, unpacked once for all of its windows.
- * Failures are this process's; the caller makes them everyone's. */
+ * allocated window's state segment is not in its pages but next to them
+ * in its window arena, where it is small (a peer maps both with one
+ * mapping, and reaches the state through UCX with the data rkey), else in
+ * a state arena (state_memory), as every other window's.  Failures are
+ * this process's; the caller makes them everyone's. */
 static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t size, int flavor,
                          opal_info_t *info)
 {
@@ -524,10 +528,19 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
                                "the machine's memory and swap together");
                 return MPI_ERR_NO_MEM;
             }
-            rc = ompi_osc_ucxx_window_take(size, &all, &module->data_memh, &module->data_serial,
-                                           &module->data_len, &module->data_off);
+            ompi_osc_ucxx_wstate_t st = {.size = module->state_size};
+            rc = ompi_osc_ucxx_window_take(size, &st, &all, &module->data_memh,
+                                           &module->data_serial, &module->data_len,
+                                           &module->data_off);
             if (OMPI_SUCCESS != rc) return rc;
             module->base = all;
+            if (NULL != st.addr) {
+                module->state = st.addr;
+                module->state_memh = module->data_memh;
+                module->state_serial = module->data_serial;
+                module->state_len = st.len;
+                module->state_off = st.off;
+            }
         }
         *base = module->base;
     } else if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
@@ -577,16 +590,20 @@ static int posts_memory(ompi_osc_ucxx_module_t *module)
     return OMPI_SUCCESS;
 }
 
-/* The state segment, zeroed, from a state arena (osc_ucxx_memory.c); and
- * the post slots. */
+/* The state segment, zeroed, from a state arena (osc_ucxx_memory.c) where
+ * it did not come with the window's memory; and the post slots. */
 static int state_memory(ompi_osc_ucxx_module_t *module)
 {
     void *state = NULL;
-    int rc = ompi_osc_ucxx_state_take(module->state_size, &state, &module->state_memh,
+    int rc;
+
+    if (NULL == module->state) {
+        rc = ompi_osc_ucxx_state_take(module->state_size, &state, &module->state_memh,
                                       &module->state_serial, &module->state_len,
                                       &module->state_off);
-    if (OMPI_SUCCESS != rc) return rc;
-    module->state = state;
+        if (OMPI_SUCCESS != rc) return rc;
+        module->state = state;
+    }
     return posts_memory(module);
 }
 

@@ -324,8 +324,18 @@ int ompi_osc_ucxx_state_take(size_t size, void **state, ucp_mem_h *memh, uint32_
                              size_t *len, uint64_t *off);
 int ompi_osc_ucxx_posts_take(size_t size, void **posts, ucp_mem_h *memh, uint32_t *serial,
                              size_t *len, uint64_t *off);
-int ompi_osc_ucxx_window_take(size_t size, void **addr, ucp_mem_h *memh, uint32_t *serial,
-                              size_t *len, uint64_t *off);
+/* An MPI_Win_allocate window's state segment of `size` bytes, taken with
+ * its memory where it fits next to it (window_take: `addr` NULL where
+ * not; it then comes from a state arena): zeroed, with the memory's memh
+ * and serial, given back with mem_give. */
+typedef struct {
+    size_t size;
+    void *addr;
+    size_t len;
+    uint64_t off;
+} ompi_osc_ucxx_wstate_t;
+int ompi_osc_ucxx_window_take(size_t size, ompi_osc_ucxx_wstate_t *st, void **addr,
+                              ucp_mem_h *memh, uint32_t *serial, size_t *len, uint64_t *off);
 void ompi_osc_ucxx_mem_give(void *addr, ucp_mem_h memh, size_t len, uint32_t serial,
                             uint64_t off);
 void ompi_osc_ucxx_kept_release(void);
