@@ -21,7 +21,8 @@
  *   - A peer maps ranges by opening /proc/<pid>/fd/<fd> (as UCX's posix
  *     transport does; the kernel allows it to the same user, where the owner
  *     is dumpable), mapping them and closing it: the ranges a first access
- *     needs (a window's state page and memory) in one open.  The file's
+ *     needs (a window's state and memory: one range where they are
+ *     neighbours, osc_ucxx_memory.c) in one open.  The file's
  *     first word holds the owner's name, which the peer checks on its
  *     first mapping: a pid of another pid namespace or a reused one names
  *     another file.

@@ -21,10 +21,11 @@ BEGIN_C_DECLS
  * shared by every window whose range it holds): state segments and post
  * slots by pages, four segments to a page (osc_ucxx_memory.c), so that no
  * peer maps a page of state it does not use; window memory in 16 KiB
- * granules, which hold several small windows of a window arena, so that
- * the next window's first access maps nothing new (a mapping is most of
- * a first access's cost).  A mapping cannot grow in place: the addresses
- * next to it are the next peer's mapping. */
+ * granules, which hold several small windows of a window arena and their
+ * state segments, so that a first access maps one granule and the next
+ * window's maps nothing new (a mapping is most of a first access's cost).
+ * A mapping cannot grow in place: the addresses next to it are the next
+ * peer's mapping. */
 #define OSC_UCXX_SEG_MAP_PAGE ((uint64_t) opal_getpagesize())
 #define OSC_UCXX_SEG_MAP_GRANULE ((uint64_t) 16 * 1024)
 /* Not in our file (user memory, an MPI_Win_allocate_shared segment, none). */
