@@ -112,7 +112,8 @@ int MPIX_Rrget_accumulate(const void *origin_addr, int origin_count,
  * buffers.  Completion: MPI_Win_flush(_all), flush_local(_all), unlock(_all),
  * the closing fence, MPI_Win_complete, or the request of MPIX_Ram*.
  *
- * Info keys (window creation or MPI_Win_set_info, per handle unless noted):
+ * Info keys (window creation, or MPI_Win_set_info once an op is registered
+ * on the window; per handle unless noted):
  *   am_ordering = sameop,diffop,sameam (default) | any subset | none
  *   am_pipeline_unit = auto (default) | N >= 1   segments per invocation
  *   am_buf_interleave_am_detach = true (default) | false   (creation only)

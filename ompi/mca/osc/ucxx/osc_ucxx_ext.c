@@ -288,6 +288,17 @@ static int ext_memhandle_release(struct ompi_win_t *parent, const void *handle)
                         : ompi_osc_ucxx_detach(parent, (void *) (uintptr_t) mh.base);
 }
 
+/* MPIX_Am_win_op_register: from the window's first op on, MPI_Win_set_info
+ * reaches the handle's AM keys. */
+static int ext_am_register(struct ompi_win_t *win, uint64_t op_id, int kind, void *fn,
+                           void *extra, int index)
+{
+    int rc = ompi_osc_ucxx_uam_register(win, op_id, kind, fn, extra, index);
+
+    if (MPI_SUCCESS == rc) ompi_osc_ucxx_subscribe_am_info(win);
+    return rc;
+}
+
 const ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext = {
     .version = OSC_UCXX_EXT_VERSION,
     .dup = ext_dup,
@@ -297,7 +308,7 @@ const ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext = {
     .memhandle_create = ext_memhandle_create,
     .memhandle_window = ext_memhandle_window,
     .memhandle_release = ext_memhandle_release,
-    .am_register = ompi_osc_ucxx_uam_register,
+    .am_register = ext_am_register,
     .am_deregister = ompi_osc_ucxx_uam_deregister,
     .am_attach = ompi_osc_ucxx_uam_attach,
     .am_detach = ompi_osc_ucxx_uam_detach,

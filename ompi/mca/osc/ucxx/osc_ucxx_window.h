@@ -135,7 +135,6 @@ struct ompi_osc_ucxx_module_t {
 
     /* Info keys */
     uint32_t acc_shift;      /* mpi_accumulate_granularity, as log2 of a stripe block */
-    bool no_locks;
     bool same_size;
     bool same_disp_unit;
 
@@ -229,6 +228,7 @@ struct ompi_osc_ucxx_view_t {
                               * is true, else OSC_UCXX_SINGLE_STRIPES */
     uint8_t am_order;        /* am_ordering: OSC_UCXX_AM_ORDER_* bits */
     int am_unit;             /* am_pipeline_unit (0: auto) */
+    bool am_subscribed;      /* MPI_Win_set_info reaches its AM keys */
     /* Memory-handle windows: one target, displacements from the handle's base */
     bool memhandle;
     int mh_target;
@@ -275,6 +275,7 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
 void ompi_osc_ucxx_core_release(ompi_osc_ucxx_module_t *module, bool collective);
 void ompi_osc_ucxx_module_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win);
+void ompi_osc_ucxx_subscribe_am_info(struct ompi_win_t *win);
 
 /* What the layers above keep in a window, made and dropped through the
  * component layer (osc_ucxx_component.c), which gives these before any

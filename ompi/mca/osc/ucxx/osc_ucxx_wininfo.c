@@ -8,7 +8,9 @@
  * and the active-message ones; each reported by MPI_Win_get_info as the
  * window applies it.  Only Open MPI's public subscriber is used
  * (opal_infosubscribe_subscribe), and only for the keys MPI_Win_set_info
- * may change.
+ * changes something with: each subscription costs the window several
+ * allocations, a formatted key and searches of its info, at creation and
+ * again at MPI_Win_free.
  */
 
 #include "ompi_config.h"
@@ -18,12 +20,11 @@
 #include "osc_ucxx.h"
 #include "osc_ucxx_uam.h"
 
+/* Only a promise from the application, which changes nothing here (locks
+ * still work if it breaks it): reported as given at creation. */
 static OMPI_OSC_UCXX_INFO_CB(info_no_locks)
 {
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE((struct ompi_win_t *) obj);
-    /* Only a promise from the application: locks still work if it breaks it. */
-    module->no_locks = opal_str_to_bool(value);
-    return module->no_locks ? "true" : "false";
+    return NULL != value && opal_str_to_bool(value) ? "true" : "false";
 }
 
 /* Keys fixed at creation: report the value the window was built with. */
@@ -69,14 +70,19 @@ uint32_t ompi_osc_ucxx_granularity_shift(struct opal_info_t *info)
  * window keeps (it keeps all four). */
 static OMPI_OSC_UCXX_INFO_CB(info_granularity)
 {
+    /* the block most windows of a thread use, formatted once */
     static __thread char buf[24];
+    static __thread uint32_t shown;
     uint32_t shift = OSC_UCXX_MODULE((struct ompi_win_t *) obj)->acc_shift;
 
     if (NULL != value && strtol(value, NULL, 10) > 0 &&
         shift_for((unsigned long) strtol(value, NULL, 10)) == shift) {
         return value;
     }
-    snprintf(buf, sizeof(buf), "%lu", 1ul << shift);
+    if (shown != shift) {
+        snprintf(buf, sizeof(buf), "%lu", 1ul << shift);
+        shown = shift;
+    }
     return buf;
 }
 
@@ -144,7 +150,10 @@ static OMPI_OSC_UCXX_INFO_CB(info_am_ordering)
     static const struct { const char *name; uint8_t bit; } kinds[] = {
         {"sameop", OSC_UCXX_AM_ORDER_SAMEOP}, {"diffop", OSC_UCXX_AM_ORDER_DIFFOP},
         {"sameam", OSC_UCXX_AM_ORDER_SAMEAM}};
-    static __thread char shown[32];
+    /* each mask's name, its kinds in the order above */
+    static const char *const shown[OSC_UCXX_AM_ORDER_ALL + 1] = {
+        "none", "sameop", "diffop", "sameop,diffop", "sameam", "sameop,sameam",
+        "diffop,sameam", "sameop,diffop,sameam"};
     uint8_t mask = 0;
 
     if (NULL == value) {
@@ -156,14 +165,7 @@ static OMPI_OSC_UCXX_INFO_CB(info_am_ordering)
         if (0 == mask) mask = OSC_UCXX_AM_ORDER_ALL;   /* nothing we know: the default */
     }
     view->am_order = mask;
-    shown[0] = '\0';
-    for (int i = 0; i < 3; ++i) {
-        if (mask & kinds[i].bit) {
-            if (shown[0]) strcat(shown, ",");
-            strcat(shown, kinds[i].name);
-        }
-    }
-    return shown[0] ? shown : "none";
+    return (ompi_osc_ucxx_info_str_t) shown[mask];
 }
 
 static OMPI_OSC_UCXX_INFO_CB(info_am_unit)
@@ -196,51 +198,81 @@ bool ompi_osc_ucxx_info_flag(struct opal_info_t *info, const char *key)
 
 typedef struct {
     const char *key;
-    const char *dflt;
-    opal_key_interest_callback_t *cb;
+    const char *dflt;                   /* (subscribed keys) */
+    opal_key_interest_callback_t *cb;   /* the value shown, given the one set or NULL */
 } info_key_t;
 
-/* Keys MPI_Win_set_info may change, per handle (no_locks as osc/rdma):
- * subscribed, so that set_info reaches their callback and MPI_Win_get_info
- * reports what it answered.  Open MPI's subscriber is costly per key
- * (allocations, a formatted saved key, searches of the info), so these
- * are the only keys it gets. */
+/* Keys MPI_Win_set_info may change on every handle: subscribed, so that
+ * set_info reaches their callback and MPI_Win_get_info reports what it
+ * answered. */
 static const info_key_t changeable[] = {
-    {"no_locks", "false", info_no_locks},
     {"accumulate_ordering", "rar,raw,war,waw", info_acc_ordering},
     {"mpi_win_scope", "process", info_scope},
     {"mpi_win_order", "false", info_order},
     {"acc_single_intrinsic", "false", info_single_intrinsic},
+};
+
+/* The active-message keys change only what MPIX_Am does: subscribed on a
+ * handle once its window has AM ops (ompi_osc_ucxx_subscribe_am_info),
+ * until then fixed at creation like the keys below. */
+static const info_key_t am_keys[] = {
     {"am_ordering", "sameop,diffop,sameam", info_am_ordering},
     {"am_pipeline_unit", "auto", info_am_unit},
 };
+
+#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Keys fixed at creation, which the window reads from the creation info
  * (osc_ucxx_window.c): only their reported value is set here, to what the
  * window does, where the info lacks the key (the defaults MPI_Win_get_info
  * must report) or says otherwise.  A later MPI_Win_set_info of one is
  * ignored: Open MPI then drops the key from what get_info reports. */
-static const struct fixed_key {
-    const char *key;
-    opal_key_interest_callback_t *cb;   /* the value shown, given the one set or NULL */
-} fixed[] = {
-    {"same_size", info_same_size},
-    {"same_disp_unit", info_same_disp_unit},
-    {"mpi_accumulate_granularity", info_granularity},
-    {"accumulate_ops", info_acc_ops},
-    {"am_buf_interleave_am_detach", info_am_interleave},
+static const info_key_t fixed[] = {
+    {"no_locks", NULL, info_no_locks},
+    {"same_size", NULL, info_same_size},
+    {"same_disp_unit", NULL, info_same_disp_unit},
+    {"mpi_accumulate_granularity", NULL, info_granularity},
+    {"accumulate_ops", NULL, info_acc_ops},
+    {"am_buf_interleave_am_detach", NULL, info_am_interleave},
 };
 
-static int report_fixed(opal_infosubscriber_t *obj, const struct fixed_key *k)
+/* The value the window applies for `k`, set in `obj`'s info where that
+ * lacks it or says otherwise (`created`: the info had keys of its own,
+ * where `k` may be). */
+static int report_fixed(opal_infosubscriber_t *obj, const info_key_t *k, bool created)
 {
     char given[MPI_MAX_INFO_VAL + 1];
     int flag = 0;
     ompi_osc_ucxx_info_str_t shown;
 
-    (void) ompi_osc_ucxx_info_get(obj->s_info, k->key, given, sizeof(given), &flag);
+    if (created) {
+        (void) ompi_osc_ucxx_info_get(obj->s_info, k->key, given, sizeof(given), &flag);
+    }
     shown = k->cb(obj, (char *) k->key, flag ? given : NULL);
     if (flag && 0 == strcmp(shown, given)) return OPAL_SUCCESS;
     return opal_info_set(obj->s_info, k->key, shown);
+}
+
+static int subscribe(opal_infosubscriber_t *obj, const info_key_t *keys, size_t n)
+{
+    int rc = OPAL_SUCCESS;
+
+    for (size_t i = 0; i < n; ++i) {
+        int r = opal_infosubscribe_subscribe(obj, (char *) keys[i].key, (char *) keys[i].dflt,
+                                             keys[i].cb);
+        if (OPAL_SUCCESS == rc) rc = r;
+    }
+    return rc;
+}
+
+static int report(opal_infosubscriber_t *obj, const info_key_t *keys, size_t n, bool created)
+{
+    int rc = OPAL_SUCCESS;
+
+    for (size_t i = 0; OPAL_SUCCESS == rc && i < n; ++i) {
+        rc = report_fixed(obj, &keys[i], created);
+    }
+    return rc;
 }
 
 /* The window's info keys: MPI_Win_get_info reports each of them, as the
@@ -249,22 +281,40 @@ static int report_fixed(opal_infosubscriber_t *obj, const struct fixed_key *k)
 void ompi_osc_ucxx_subscribe_info(struct ompi_win_t *win)
 {
     opal_infosubscriber_t *obj = &win->super;
-    int rc = OPAL_SUCCESS;
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+    int rc, created = 1;
 
+    /* Most windows are made without info: then none of its keys is looked
+     * for (a search of the window's info each). */
+    if (NULL != obj->s_info) (void) opal_info_get_nkeys(obj->s_info, &created);
     /* Open MPI 4.1's subscriber breaks on keys over 27 characters: this one
      * is read from the window's info and kept as given. */
-    OSC_UCXX_VIEW(win)->assert_intrinsic =
-        ompi_osc_ucxx_info_flag(obj->s_info, "mpi_assert_accumulate_intrinsic");
-    for (size_t i = 0; i < sizeof(changeable) / sizeof(changeable[0]); ++i) {
-        const info_key_t *k = &changeable[i];
-        int r = opal_infosubscribe_subscribe(obj, (char *) k->key, (char *) k->dflt, k->cb);
-        if (OPAL_SUCCESS == rc) rc = r;
-    }
+    view->assert_intrinsic =
+        created > 0 && ompi_osc_ucxx_info_flag(obj->s_info, "mpi_assert_accumulate_intrinsic");
+    rc = subscribe(obj, changeable, NKEYS(changeable));
     if (NULL == obj->s_info) rc = OPAL_ERR_OUT_OF_RESOURCE;   /* (the subscriber makes it) */
-    for (size_t i = 0; OPAL_SUCCESS == rc && i < sizeof(fixed) / sizeof(fixed[0]); ++i) {
-        rc = report_fixed(obj, &fixed[i]);
+    if (OPAL_SUCCESS == rc) rc = report(obj, fixed, NKEYS(fixed), created > 0);
+    if (OPAL_SUCCESS == rc) {
+        /* (a duplicate made after its window's first AM op) */
+        view->am_subscribed = NULL != view->core->uam;
+        rc = view->am_subscribed ? subscribe(obj, am_keys, NKEYS(am_keys))
+                                 : report(obj, am_keys, NKEYS(am_keys), created > 0);
     }
     if (OPAL_SUCCESS != rc) {
         OSC_UCXX_VERBOSE(1, "window info keys: out of memory (MPI_Win_get_info may miss some)");
+    }
+}
+
+/* `win`'s window has AM ops: MPI_Win_set_info may change its AM keys from
+ * now on.  Each starts from the value reported (the one applied). */
+void ompi_osc_ucxx_subscribe_am_info(struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_view_t *view = OSC_UCXX_VIEW(win);
+
+    if (view->am_subscribed) return;
+    view->am_subscribed = true;
+    if (OPAL_SUCCESS != subscribe(&win->super, am_keys, NKEYS(am_keys))) {
+        OSC_UCXX_VERBOSE(1, "window AM info keys: out of memory (MPI_Win_set_info may not "
+                         "reach them)");
     }
 }
