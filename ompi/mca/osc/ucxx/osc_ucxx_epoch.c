@@ -66,6 +66,7 @@ static void epoch_construct(ompi_osc_ucxx_epoch_t *e)
     e->count = e->cap = 0;
     e->reopen = 0;
     e->unposted = 0;
+    e->cpu_release = false;
 }
 
 static void epoch_destruct(ompi_osc_ucxx_epoch_t *e)
@@ -235,6 +236,9 @@ static int open_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e,
         if (OMPI_SUCCESS == rc && !(e->assert & MPI_MODE_NOCHECK)) {
             rc = ompi_osc_ucxx_state_lock(module, target, MPI_LOCK_SHARED);
             held = OSC_UCXX_TGT_HELD;
+            if (OMPI_SUCCESS == rc && ompi_osc_ucxx_state_unlock_by_cpu(module, target)) {
+                e->cpu_release = true;
+            }
         }
         if (OMPI_SUCCESS == rc) {
             e->targets[e->count++] = target;
@@ -312,7 +316,11 @@ bool ompi_osc_ucxx_epoch_busy(ompi_osc_ucxx_module_t *module)
 /* ------------------------------------------------------------------------- */
 /* Closing */
 
-static int end_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
+/* Inline in ompi_osc_ucxx_epoch_end (every unlock_all and complete takes
+ * it: the calls' frames were a visible part of a lock_all + put + flush +
+ * unlock_all), out of line (end_locked) for the others. */
+static inline __opal_attribute_always_inline__ int end_body(ompi_osc_ucxx_module_t *module,
+                                                            ompi_osc_ucxx_epoch_t *e)
 {
     int rc = OMPI_SUCCESS;
 
@@ -338,12 +346,18 @@ static int end_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
     return rc;
 }
 
+static __opal_attribute_noinline__ int end_locked(ompi_osc_ucxx_module_t *module,
+                                                  ompi_osc_ucxx_epoch_t *e)
+{
+    return end_body(module, e);
+}
+
 int ompi_osc_ucxx_epoch_end(ompi_osc_ucxx_module_t *module)
 {
     ompi_osc_ucxx_epoch_t *e = module->access;
     int rc;
     OSC_UCXX_SPIN_LOCK(&e->lock);
-    rc = end_locked(module, e);
+    rc = end_body(module, e);
     OSC_UCXX_SPIN_UNLOCK(&e->lock);
     return rc;
 }
@@ -379,7 +393,8 @@ int ompi_osc_ucxx_epoch_take_posts(ompi_osc_ucxx_module_t *module)
  * opener: lock_all's latency grew with the number of threads. */
 #define OSC_UCXX_REOPEN_MAX 8
 
-static void reopen_targets(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
+static inline __opal_attribute_always_inline__ void
+reopen_targets(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
 {
     int n = e->reopen < OSC_UCXX_REOPEN_MAX ? e->reopen : OSC_UCXX_REOPEN_MAX;
 
@@ -388,23 +403,27 @@ static void reopen_targets(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t
         int target = e->targets[i];  /* (read before this loop appends at count <= i) */
         ompi_osc_ucxx_peer_t *peer = &module->peers[target];
         int32_t held = 0;
+        char *state;
 
-        if ((peer->access & OSC_UCXX_TGT_READY) || !module->state_cpu ||
-            NULL == ompi_osc_ucxx_direct_state(module, target)) {
+        if ((peer->access & OSC_UCXX_TGT_READY) ||
+            NULL == (state = ompi_osc_ucxx_cpu_state(module, target))) {
             continue;
         }
         if (!(e->assert & MPI_MODE_NOCHECK)) {
-            if (!ompi_osc_ucxx_state_try_shared(module, target)) continue;
+            if (!ompi_osc_ucxx_state_try_shared(module, target, state)) continue;
             held = OSC_UCXX_TGT_HELD;
+            e->cpu_release = true;
         }
         e->targets[e->count++] = target;  /* (room: it held them last time) */
         tgt_store(peer, peer->access | held | OSC_UCXX_TGT_OPEN);
     }
 }
 
-/* Caller holds e->lock.  An unused fence epoch gives way. */
-static int begin_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, int kind,
-                        int assert)
+/* Caller holds e->lock.  An unused fence epoch gives way.  Inline in
+ * ompi_osc_ucxx_epoch_lock_all (every lock_all), out of line (begin_locked)
+ * for fence and start. */
+static inline __opal_attribute_always_inline__ int
+begin_body(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, int kind, int assert)
 {
     if (unused_fence(e)) {
         (void) end_locked(module, e);
@@ -427,18 +446,26 @@ static int begin_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e
     e->open_free = false;
     e->count = 0;
     e->unposted = 0;
+    e->cpu_release = false;
     if (OSC_UCXX_EPOCH_LOCK_ALL == kind) {
         reopen_targets(module, e);
     }
     return OMPI_SUCCESS;
 }
 
-int ompi_osc_ucxx_epoch_begin(ompi_osc_ucxx_module_t *module, int kind, int assert)
+static __opal_attribute_noinline__ int begin_locked(ompi_osc_ucxx_module_t *module,
+                                                    ompi_osc_ucxx_epoch_t *e, int kind,
+                                                    int assert)
+{
+    return begin_body(module, e, kind, assert);
+}
+
+int ompi_osc_ucxx_epoch_lock_all(ompi_osc_ucxx_module_t *module, int assert)
 {
     ompi_osc_ucxx_epoch_t *e = module->access;
     int rc;
     OSC_UCXX_SPIN_LOCK(&e->lock);
-    rc = begin_locked(module, e, kind, assert);
+    rc = begin_body(module, e, OSC_UCXX_EPOCH_LOCK_ALL, assert);
     OSC_UCXX_SPIN_UNLOCK(&e->lock);
     return rc;
 }

@@ -50,6 +50,8 @@ struct ompi_osc_ucxx_epoch_t {
     int count, cap;
     int reopen;               /* lock_all: how many of targets[] the last one
                                * opened (the next one opens them again) */
+    bool cpu_release;         /* lock_all: it holds a shared lock that a CPU
+                               * atomic releases */
     int unposted;             /* start: members whose post is not consumed yet */
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_epoch_t);
@@ -241,9 +243,17 @@ static inline void ompi_osc_ucxx_epoch_unlock_done(ompi_osc_ucxx_module_t *modul
 
 /* lock_all, fence and start epochs.  A fence epoch opened without a
  * barrier (synced false) checks each target's fence count first. */
-int ompi_osc_ucxx_epoch_begin(ompi_osc_ucxx_module_t *module, int kind, int assert);
+int ompi_osc_ucxx_epoch_lock_all(ompi_osc_ucxx_module_t *module, int assert);
 int ompi_osc_ucxx_epoch_fence(ompi_osc_ucxx_module_t *module, bool opens, bool synced);
 int ompi_osc_ucxx_epoch_start(ompi_osc_ucxx_module_t *module, int *ranks, int n, int assert);
+/* Will closing the lock_all epoch in force release a lock word by a CPU
+ * atomic (a shared lock it took on a mapped word: release order, so our
+ * loads and stores through mappings before it are done before anyone sees
+ * it)?  A target in an epoch keeps its mappings (osc_ucxx_ptab.c). */
+static inline bool ompi_osc_ucxx_epoch_releases_by_cpu(ompi_osc_ucxx_module_t *module)
+{
+    return module->access->cpu_release;
+}
 /* Close the epoch in force: each target it opened is closed (lock_all's
  * shared locks released).  complete: consume remaining posts first. */
 int ompi_osc_ucxx_epoch_end(ompi_osc_ucxx_module_t *module);

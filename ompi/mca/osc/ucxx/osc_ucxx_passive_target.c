@@ -226,7 +226,7 @@ int ompi_osc_ucxx_lock_all(int assert, struct ompi_win_t *win)
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     OSC_UCXX_NOT_IN_HANDLER();
     ompi_osc_ucxx_serve(module);
-    return ompi_osc_ucxx_epoch_begin(module, OSC_UCXX_EPOCH_LOCK_ALL, assert);
+    return ompi_osc_ucxx_epoch_lock_all(module, assert);
 }
 
 int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
@@ -243,7 +243,12 @@ int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
     r0 = OPAL_UNLIKELY(OSC_UCXX_LOCKS_TARGET == module->lock_kind)
              ? ompi_osc_ucxx_lazy_unlock_all(module)
              : OMPI_SUCCESS;
-    rc = ompi_osc_ucxx_flush_before(module, -1, NULL, false);
+    /* (as in unlock: a shared lock released by a CPU atomic after the
+     * flush orders our stores through mappings; user active messages
+     * synchronize in between, so with them the flush keeps its barrier) */
+    rc = ompi_osc_ucxx_flush_before(module, -1, NULL,
+                                    NULL == module->uam &&
+                                        ompi_osc_ucxx_epoch_releases_by_cpu(module));
     ompi_osc_ucxx_uam_sync(module, -1, true);
     r2 = ompi_osc_ucxx_epoch_end(module);  /* releases the shared locks taken */
     return OMPI_SUCCESS != r0 ? r0 : OMPI_SUCCESS != rc ? rc : r2;

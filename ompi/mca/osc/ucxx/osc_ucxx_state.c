@@ -228,20 +228,6 @@ int ompi_osc_ucxx_state_lock_wait(ompi_osc_ucxx_module_t *module, int target, in
     return OMPI_SUCCESS;
 }
 
-bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target)
-{
-    uint64_t old;
-
-    if (OMPI_SUCCESS != lock_add(module, target, 1, &old)) {
-        return false;
-    }
-    if (0 != (old >> 32)) {
-        (void) lock_add(module, target, (uint64_t) -1, NULL);  /* a writer has it */
-        return false;
-    }
-    return true;
-}
-
 /* A release by UCX atomics (lock_kind UCX), posted and not waited for: a
  * non-fetching add on our link to `target`, counted there, so that the
  * link's next flush completes it (the caller's, a later epoch's, the

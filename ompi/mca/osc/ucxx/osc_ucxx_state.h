@@ -95,9 +95,25 @@ static inline bool ompi_osc_ucxx_state_unlock_by_cpu(ompi_osc_ucxx_module_t *mod
 {
     return NULL != ompi_osc_ucxx_cpu_state(module, target);
 }
-/* A shared lock if no writer holds or claims the target now (one atomic,
- * undone if one does); false otherwise, or on error. */
-bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target);
+/* A shared lock on `target`, whose state segment is `state` (from
+ * ompi_osc_ucxx_cpu_state: its lock word changes by CPU atomics), if no
+ * writer holds or claims it now: one atomic, undone if one does.  Inline:
+ * every lock_all that opens its targets again takes it. */
+static inline bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target,
+                                                  char *state)
+{
+    volatile uint64_t *word = (volatile uint64_t *) (state + OSC_UCXX_STATE(lock));
+
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
+                        OSC_UCXX_AUDIT_CPU);
+    if (OPAL_LIKELY(0 == (__atomic_fetch_add(word, 1, __ATOMIC_ACQ_REL) >> 32))) {
+        return true;
+    }
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
+                        OSC_UCXX_AUDIT_CPU);
+    (void) __atomic_fetch_sub(word, 1, __ATOMIC_ACQ_REL);  /* a writer has it */
+    return false;
+}
 
 /* Accumulate exclusion on a state segment mapped here (ours or a peer's),
  * for window bytes [lo, hi) as offsets from the window's base; `shift`:
