@@ -16,6 +16,7 @@
 #   OSC=ucxx            the osc component to force (run the suite against a stock one to check a test)
 #   TRANSPORTS="shm tcp" transport sets: shm = UCX defaults, tcp = UCX_TLS=tcp,self
 #   TESTS=REGEX         run only programs whose name matches
+#   TEST_NPS=16,32      run only these rank counts of the lines (default: all)
 #   TU_FLAVORS=create,allocate,dynamic,shared   window flavors the tests loop over
 #                       (shared: only tests that do MPI_Win_allocate_shared)
 #   TEST_TIMEOUT=180    seconds per mpirun
@@ -87,6 +88,7 @@ for transport in $TRANSPORTS; do
         done
         [ -n "$tune" ] && mca_args+=(-x "OSC_UCXX_TEST_TUNE=$tune")
         for np in ${nps//,/ }; do
+            [ -n "${TEST_NPS:-}" ] && [[ ",$TEST_NPS," != *",$np,"* ]] && continue
             name="$prog.np$np.$transport${args:+ $args}"
             tag=$(printf '%s' "$args" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//;s/_*$//')
             log="$logdir/$prog.np$np.$transport${tag:+.$tag}.log"

@@ -26,6 +26,7 @@
 
 #include "ompi_config.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +59,58 @@ void ompi_osc_ucxx_progress_drain(int (*drain)(void))
 #define NAP_MIN_NS 200000L
 #define NAP_MAX_NS 1600000L
 
+/* Parking (ompi_osc_ucxx_progress_hold): an application thread asks (RUN
+ * -> ASK), the thread parks where it holds nothing of the component (ASK ->
+ * PARKED) and stays there until the asker lets it go (-> RUN). */
+enum { HOLD_RUN = 0, HOLD_ASK, HOLD_PARKED };
+
+static void park_if_asked(void)
+{
+    struct timespec pause = {0, 20000L};
+
+    if (OPAL_LIKELY(HOLD_RUN == OSC_UCXX.progress_hold)) return;
+    while (HOLD_RUN != OSC_UCXX.progress_hold) {
+        if (HOLD_ASK == OSC_UCXX.progress_hold) {
+            opal_atomic_mb();
+            OSC_UCXX.progress_hold = HOLD_PARKED;
+        }
+        nanosleep(&pause, NULL);
+        opal_atomic_rmb();
+    }
+    opal_atomic_mb();   /* what the asker changed, seen from here on */
+}
+
+static bool on_progress_thread(void)
+{
+    return OSC_UCXX.progress_running && pthread_equal(pthread_self(), OSC_UCXX.progress_tid);
+}
+
+bool ompi_osc_ucxx_progress_hold(void)
+{
+    int32_t run = HOLD_RUN;
+
+    if (!OSC_UCXX.progress_running) return true;
+    if (on_progress_thread() ||
+        !opal_atomic_compare_exchange_strong_32(&OSC_UCXX.progress_hold, &run, HOLD_ASK)) {
+        return false;   /* (another thread holds it: under MPI_THREAD_MULTIPLE) */
+    }
+    opal_atomic_mb();
+    ompi_osc_ucxx_progress_wake();
+    while (HOLD_PARKED != OSC_UCXX.progress_hold) {
+        sched_yield();   /* (the thread may need this core to get there) */
+        opal_atomic_rmb();
+    }
+    opal_atomic_mb();
+    return true;
+}
+
+void ompi_osc_ucxx_progress_unhold(void)
+{
+    if (!OSC_UCXX.progress_running || on_progress_thread()) return;
+    opal_atomic_mb();
+    OSC_UCXX.progress_hold = HOLD_RUN;
+}
+
 /* Wait mode: sleep in the kernel until the main worker has an event or
  * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
  * queued because it is blocked (an AM waiting for another origin's handler
@@ -75,6 +128,7 @@ static void progress_wait_loop(void)
     int quiet = 0;
 
     while (!OSC_UCXX.progress_stop) {
+        park_if_asked();
         /* The application is inside MPI and progresses the worker itself:
          * stay out of its way (arming the worker while another thread
          * progresses it was seen to stall TCP transfers for seconds), and
@@ -99,7 +153,8 @@ static void progress_wait_loop(void)
         }
         OSC_UCXX.progress_sleeping = 1;
         opal_atomic_mb();
-        if (!ompi_osc_ucxx_deferred_pending() && !OSC_UCXX.progress_stop) {
+        if (!ompi_osc_ucxx_deferred_pending() && !OSC_UCXX.progress_stop &&
+            HOLD_RUN == OSC_UCXX.progress_hold) {
             (void) epoll_wait(OSC_UCXX.progress_efd, &ev, 1, 100);
         }
         OSC_UCXX.progress_sleeping = 0;
@@ -152,6 +207,7 @@ static void *progress_thread_main(void *arg)
         return NULL;
     }
     while (!OSC_UCXX.progress_stop) {
+        park_if_asked();
         int n = ompi_osc_ucxx_worker_progress_shared(OSC_UCXX.main_worker);
         n += ompi_osc_ucxx_deferred_drain();
         if (0 == n && OSC_UCXX.progress_interval_us > 0) {

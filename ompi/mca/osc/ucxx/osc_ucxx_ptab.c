@@ -22,10 +22,12 @@
  * holds of the peer (the window's hook: its mappings, its links, their
  * rkeys and region caches), the ranges are unmapped, each worker's endpoint
  * is flushed and closed and the rkeys kept on it destroyed.  A window meets
- * the peer again as on its first access.  Where threads may be in the
- * component at once (MPI_THREAD_MULTIPLE, the progress thread) another
- * thread may be using what would go, so only mappings no window uses go
- * there: the bound is then on those alone.
+ * the peer again as on its first access.  The progress thread may be
+ * serving the peer meanwhile (replying on its endpoint, progressing the
+ * worker): it is parked while entries go (ompi_osc_ucxx_progress_hold), so
+ * the bound holds with it too.  Under MPI_THREAD_MULTIPLE another
+ * application thread may be in an epoch with what would go, so only
+ * mappings no window uses go there: the bound is then on those alone.
  *
  * Mappings no window uses any more stay for the next window in the same
  * ranges (a peer's arenas hold many windows), up to as many bytes as idle
@@ -368,12 +370,19 @@ void ompi_osc_ucxx_ptab_endpoint(uint64_t key)
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
 }
 
-/* May everything of `e` go now?  (One thread in the component: nobody else
- * uses it meanwhile.) */
+/* Application threads may be in the component at once (and in epochs the
+ * table cannot see from here). */
+static bool app_threads(void)
+{
+    return OSC_UCXX.enable_mpi_threads || opal_using_threads();
+}
+
+/* May everything of `e` go now?  (One application thread in the component,
+ * the progress thread parked or held off by the lock: nobody else uses it
+ * meanwhile.) */
 static bool idle(ompi_osc_ucxx_pent_t *e)
 {
-    if (OSC_UCXX.mt || e->key == ptab.self || NULL == ptab.busy ||
-        0 != ompi_osc_ucxx_pongs_due) {
+    if (e->key == ptab.self || NULL == ptab.busy || 0 != ompi_osc_ucxx_pongs_due) {
         return false;
     }
     for (int w = 0; w < OSC_UCXX.num_workers; ++w) {
@@ -413,15 +422,33 @@ static void evict(ompi_osc_ucxx_pent_t *e)
 
 /* Over the bound: let the least recently met idle entries go (not `keep`,
  * which the caller is setting up). */
+static bool over_with_idle(ompi_osc_ucxx_pent_t *keep)
+{
+    bool any = false;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);   /* (the progress thread touches entries) */
+    if (ptab.ready && ptab.active > ptab.cap) {
+        for (ompi_osc_ucxx_pent_t *e = ptab.first; NULL != e && !any; e = e->next) {
+            any = e != keep && idle(e);
+        }
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return any;
+}
+
 void ompi_osc_ucxx_ptab_trim(ompi_osc_ucxx_pent_t *keep)
 {
     ompi_osc_ucxx_pent_t *e, *next;
 
-    if (!ptab.ready || ptab.active <= ptab.cap || OSC_UCXX.mt) return;
+    if (!ptab.ready || ptab.active <= ptab.cap || app_threads() || !over_with_idle(keep) ||
+        !ompi_osc_ucxx_progress_hold()) {
+        return;
+    }
     for (e = ptab.first; NULL != e && ptab.active > ptab.cap; e = next) {
         next = e->next;
         if (e != keep && idle(e)) evict(e);
     }
+    ompi_osc_ucxx_progress_unhold();
 }
 
 /* Finalize, the windows gone: every mapping, every entry. */

@@ -129,6 +129,7 @@ typedef struct ompi_osc_ucxx_component_t {
     int progress_efd;         /* wait mode: the epoll set of the main worker and wake_fd */
     int progress_wake_fd;     /* eventfd: work was deferred for the waiting thread */
     volatile int32_t progress_sleeping;
+    volatile int32_t progress_hold;  /* parked on request (osc_ucxx_progress.c) */
     volatile uint32_t app_polls;  /* progress calls by application threads */
     pthread_t progress_tid;
     volatile bool progress_stop;

@@ -168,6 +168,13 @@ void ompi_osc_ucxx_progress_stop(void);
 bool ompi_osc_ucxx_progress_thread_wanted(void);
 /* Wake the progress thread if it sleeps in the kernel (wait mode). */
 void ompi_osc_ucxx_progress_wake(void);
+/* The progress thread parked outside the component until progress_unhold,
+ * so that the caller may take away what the thread may be serving (the
+ * peer table's eviction); true at once where there is no thread, false on
+ * the thread itself.  Never under a component lock: the thread finishes
+ * the work it is in, which may take one. */
+bool ompi_osc_ucxx_progress_hold(void);
+void ompi_osc_ucxx_progress_unhold(void);
 /* Work UCX callbacks deferred (they may not send, wait or run handlers):
  * the message layer counts what it queued in ompi_osc_ucxx_deferred and
  * gives the function that works it off (progress_drain), which progress,
