@@ -436,7 +436,7 @@ static int send_batch(ompi_osc_ucxx_lazy_t *rec, uint32_t flags)
 
     if (rec->requested && !rec->grant_in) {
         int limit = (peer->lq_hint & OSC_UCXX_HINT_WAITED) ? 0 : OSC_UCXX_AHEAD;
-        if (rec->ahead >= limit) {
+        if (rec->ahead >= limit && NULL != rec->sent) {
             (void) wait_answer(rec->sent);   /* (the request: the first not taken) */
         } else {
             rec->ahead++;
