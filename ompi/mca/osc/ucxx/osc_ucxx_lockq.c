@@ -46,9 +46,9 @@
  * a stripe) follows it and is applied after it; one that finds none (the
  * lock is its origin's) goes to the queue's head, to be applied at once.
  * The origin bounds what it sends ahead of a grant (osc_ucxx_lazy.c), so
- * a waiting request holds a bounded number of them here.  A stripe taken by a peer on
- * the node holds the queue up until the deferred work's next pass
- * (OSC_UCXX_AM_LOCK_WORK): nobody holds a stripe across a wait.
+ * a waiting request holds a bounded number of them here.  A stripe taken
+ * by a peer on the node holds the queue up until the deferred work's next
+ * pass (OSC_UCXX_AM_LOCK_WORK): nobody holds a stripe across a wait.
  *
  * Where it runs.  Lock messages are handled from the deferred queue
  * (osc_ucxx_am.c), outside UCX callbacks, so that answers go at once, and
