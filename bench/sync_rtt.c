@@ -28,6 +28,10 @@
  *   pscw_put     MPI_Win_start + 8 B MPI_Put + MPI_Win_complete (target:
  *                MPI_Win_post + MPI_Win_wait); one iteration is a whole cycle
  *   lock_put10   MPI_Win_lock(EXCLUSIVE) + 10 MPI_Puts of 8 B + MPI_Win_unlock
+ *   lock_epN     (N = 1, 10, 100, 1000) MPI_Win_lock(EXCLUSIVE) + N MPI_Puts of
+ *                8 B to distinct words + MPI_Win_unlock: short and long epochs
+ *   lock_64k, lock_1m  MPI_Win_lock(EXCLUSIVE) + one MPI_Put of 64 KiB
+ *                (1 MiB) + MPI_Win_unlock
  *   create_free  window creation + MPI_Win_free of a 4 KiB window of the
  *                flavor, both ranks (dynamic: create_dynamic, attach,
  *                detach, free)
@@ -73,13 +77,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WIN_BYTES 4096
+#define WIN_BYTES 4096   /* create_free's window */
+/* the patterns' window: the words below, then EP_BIG_AT.. for the large puts */
+#define EP_BIG_AT (64 * 1024)
+#define EP_BIG_MAX (1024 * 1024)
+#define MAIN_WIN_BYTES (EP_BIG_AT + EP_BIG_MAX)
 #define MAX_ITERS 100000
 /* window words (uint64) */
 #define W_PUT 0         /* lock_put / lock_put10 (words 0..9) / flush_put / fence / pscw */
 #define W_ACC 16        /* lock_acc counter */
 #define W_FOP 17        /* flush_fop counter */
 #define W_CTR 24        /* contention counter */
+#define W_EP 1024       /* lock_epN: words W_EP .. W_EP + EP_WORDS - 1 */
+#define EP_WORDS 1024
 
 typedef enum { K_PASSIVE, K_LOCKALL, K_ACTIVE, K_COLL } kind_t;
 
@@ -89,6 +99,10 @@ typedef struct {
     MPI_Group origin_grp, target_grp;   /* PSCW: {0}, {1} */
     uint64_t val[16], res;
     uint64_t acc_done, fop_done, last_put;
+    uint64_t ep_val[EP_WORDS];          /* lock_epN's origin buffers (N <= EP_WORDS) */
+    uint64_t last_put_ep, big_seq;      /* lock_epN's last value, lock_big's fill */
+    int ep_n;                           /* lock_epN's last epoch's words */
+    size_t big_len;                     /* lock_big's last length */
 } ctx_t;
 
 typedef struct {
@@ -201,6 +215,38 @@ static void lock_put10(ctx_t *c)
     MPI_Win_unlock(1, c->w.win);
 }
 
+static void lock_epoch(ctx_t *c, int n)
+{
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, c->w.win);
+    for (int i = 0; i < n; i++) {
+        c->ep_val[i] = ++c->last_put_ep;
+        MPI_Put(&c->ep_val[i], 1, MPI_UINT64_T, 1, disp(c, W_EP + i), 1, MPI_UINT64_T,
+                c->w.win);
+    }
+    MPI_Win_unlock(1, c->w.win);
+    c->ep_n = n;
+}
+
+static void lock_ep1(ctx_t *c) { lock_epoch(c, 1); }
+static void lock_ep10(ctx_t *c) { lock_epoch(c, 10); }
+static void lock_ep100(ctx_t *c) { lock_epoch(c, 100); }
+static void lock_ep1000(ctx_t *c) { lock_epoch(c, 1000); }
+
+static void lock_big(ctx_t *c, size_t len)
+{
+    static unsigned char *src;
+    if (!src && !(src = malloc(EP_BIG_MAX))) bench_die("out of memory");
+    memset(src, (int) (++c->big_seq & 0xff), len);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, c->w.win);
+    MPI_Put(src, (int) len, MPI_BYTE, 1, bench_disp(&c->w, 1, EP_BIG_AT), (int) len, MPI_BYTE,
+            c->w.win);
+    MPI_Win_unlock(1, c->w.win);
+    c->big_len = len;
+}
+
+static void lock_64k(ctx_t *c) { lock_big(c, 64 * 1024); }
+static void lock_1m(ctx_t *c) { lock_big(c, EP_BIG_MAX); }
+
 static void create_free(ctx_t *c)
 {
     static char mem[WIN_BYTES];
@@ -235,6 +281,12 @@ static const pattern_t patterns[] = {
     { "pscw_put", K_ACTIVE, pscw_o, pscw_t },
     { "lock_put10", K_PASSIVE, lock_put10, NULL },
     { "create_free", K_COLL, create_free, create_free },
+    { "lock_ep1", K_PASSIVE, lock_ep1, NULL },
+    { "lock_ep10", K_PASSIVE, lock_ep10, NULL },
+    { "lock_ep100", K_PASSIVE, lock_ep100, NULL },
+    { "lock_ep1000", K_PASSIVE, lock_ep1000, NULL },
+    { "lock_64k", K_PASSIVE, lock_64k, NULL },
+    { "lock_1m", K_PASSIVE, lock_1m, NULL },
 };
 #define NPATTERNS ((int) (sizeof(patterns) / sizeof(patterns[0])))
 
@@ -415,8 +467,9 @@ static void row(const char *name, const meas_t *m, const meas_t *pp, double spee
 /* Check what the patterns left in the target's window (rank 1). */
 static void check(ctx_t *c)
 {
-    uint64_t done[3] = { c->acc_done, c->fop_done, c->last_put };
-    MPI_Bcast(done, 3, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    uint64_t done[7] = { c->acc_done, c->fop_done, c->last_put, c->last_put_ep,
+                         (uint64_t) c->ep_n, c->big_seq, c->big_len };
+    MPI_Bcast(done, 7, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (c->rank == 1) {
         uint64_t *m = (uint64_t *) c->w.base;
         MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, c->w.win);   /* our own memory, synced */
@@ -429,6 +482,19 @@ static void check(ctx_t *c)
         }
         int last_ok = 0;
         for (int i = 0; i < 10; i++) last_ok |= m[W_PUT + i] == done[2];
+        /* the last lock_epN epoch: its n puts counted up to last_put_ep */
+        for (uint64_t i = 0; i < done[4]; i++) {
+            if (m[W_EP + i] != done[3] - done[4] + 1 + i) last_ok = -1;
+        }
+        for (uint64_t i = 0; i < done[6]; i++) {
+            if (((unsigned char *) c->w.base)[EP_BIG_AT + i] != (unsigned char) (done[5] & 0xff))
+                last_ok = -1;
+        }
+        if (last_ok < 0) {
+            fprintf(stderr, "sync_rtt: WRONG: the last lock_epN or lock_big epoch's values are "
+                    "not in the window\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         if (done[2] && !last_ok) {
             fprintf(stderr, "sync_rtt: WRONG: the last put (%llu) is not in the window\n",
                     (unsigned long long) done[2]);
@@ -662,7 +728,7 @@ int main(int argc, char **argv)
             bench_bad_arg("-b %s: not a passive pattern", patterns[i].name);
     }
 
-    bench_win_create_or_na(&c.w, WIN_BYTES, opt.flavor, MPI_COMM_WORLD);
+    bench_win_create_or_na(&c.w, MAIN_WIN_BYTES, opt.flavor, MPI_COMM_WORLD);
     {
         MPI_Group world;
         int zero = 0, one = 1;
@@ -674,7 +740,7 @@ int main(int argc, char **argv)
     if (c.rank == 0) {
         const char *osc = getenv("OMPI_MCA_osc");
         printf("# bench=sync_rtt flavor=%s np=%d window=%d iters=%d warmup=%d osc=%s%s%s\n",
-               bench_flavor_names[opt.flavor], c.np, WIN_BYTES, opt.iters, opt.warmup,
+               bench_flavor_names[opt.flavor], c.np, MAIN_WIN_BYTES, opt.iters, opt.warmup,
                osc ? osc : "default", opt.iface[0] ? " frames_on=" : "", opt.iface);
         fflush(stdout);
     }

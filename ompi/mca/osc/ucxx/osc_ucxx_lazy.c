@@ -23,28 +23,43 @@
  *     the lock (queued if busy), applies the epoch, releases, and answers
  *     once with the results and a status.  An epoch with no operation
  *     sends nothing at all.
- * Longer epochs switch to issuing as soon as the lock is granted (Zhao
- * 2016, ScalaRMA chapter 4: delayed or eager by the operations and bytes
- * queued): the operation that does not fit (or cannot be carried: request
- * operations, derived layouts, user active messages), or a flush, sends the
- * request with what it carries and waits for the grant, which brings that
- * part's results; from then on operations issue as in any epoch, and
- * MPI_Win_unlock sends the release behind them on the same endpoint (a
- * ucp_worker_fence orders RMA before it; where the fence is a flush, where
- * other threads' workers issued some, or where user active messages must
- * complete first, a flush does) and waits for its one answer: the target
- * handles it after everything sent before it on that endpoint, so the
- * answer says all of it is done there.  Lock + operations + unlock: one
- * round trip short, two long.
+ * Longer epochs (Zhao 2016, ScalaRMA chapter 4: delayed or eager by the
+ * operations and bytes queued, adapted per target):
+ *   - many small operations: the request goes with the first batch that
+ *     fills (OSC_UCXX_CARRY_OPS / _BYTES) and is not waited for; later
+ *     batches follow it (OSC_UCXX_LQ_MORE), the target applies them once
+ *     the lock is granted, and MPI_Win_unlock sends the last one with the
+ *     release and waits for the answers: one round trip, however many
+ *     batches.  Where the previous epoch to that target was long, the
+ *     request goes with the first operation, so that the grant comes back
+ *     while the epoch is being queued.
+ *   - what is sent ahead of the grant waits at the target: at most
+ *     OSC_UCXX_AHEAD batches, none where the previous request to that
+ *     target found the lock taken (then each batch waits for the grant:
+ *     two round trips, and a waiting request holds one batch there);
+ *   - an operation that cannot be carried (larger than a batch, request
+ *     operations, derived layouts, user active messages), or a flush,
+ *     sends what is queued and waits for the grant and every answer;
+ *     from then on operations issue as in any epoch, and MPI_Win_unlock
+ *     sends the release behind them on the same endpoint (a
+ *     ucp_worker_fence orders RMA before it; where the fence is a flush,
+ *     where other threads' workers issued some, or where user active
+ *     messages must complete first, a flush does) and waits for its one
+ *     answer: the target handles it after everything sent before it on
+ *     that endpoint, so the answer says all of it is done there.
+ * Lock + operations + unlock: one round trip for carried operations, two
+ * where an operation issues, or where a long epoch's batches wait for the
+ * grant.
  *
  * Under MPI_THREAD_MULTIPLE threads may share an epoch: the request goes
  * in MPI_Win_lock itself (one round trip) and operations issue at once.
  *
  * Errors: an operation's error that the origin can see (range, type, op)
  * is returned by its own call as in any epoch; one the target finds (a
- * dynamic window's range) comes in the answer: MPI_Win_unlock returns it
- * for the epoch it carried, the next flush or unlock for a request sent
- * mid-epoch (module->am_error, as accumulate messages' errors).  The lock
+ * dynamic window's range) comes in an answer: MPI_Win_unlock returns it
+ * for the batches it waits for, the next flush or unlock for those a
+ * flush or an issued operation waited for (module->am_error, as
+ * accumulate messages' errors).  The lock
  * is released whatever happened.
  */
 
@@ -54,35 +69,60 @@
 #include "osc_ucxx_uam.h"
 #include "osc_ucxx_dynamic.h"
 
-/* The epoch a lock request carries stays within these; past them the
- * request goes and operations issue once it is granted.  Carried, an
- * operation costs a copy of its values here and at the target; issued, the
- * lock request's round trip is waited for mid-epoch.  Within these a
- * request is one eager fragment of UCX's TCP transport (UCX_TCP_SEG_SIZE,
- * 8 KiB by default) and a queued request's copy at the target stays small;
- * large transfers go zero-copy when issued. */
+/* A batch (the request, or a MORE message) stays within these.  Carried,
+ * an operation costs a copy of its values here and at the target; issued,
+ * the lock request's round trip is waited for mid-epoch.  Within these a
+ * batch is one eager fragment of UCX's TCP transport (UCX_TCP_SEG_SIZE,
+ * 8 KiB by default) and a waiting batch's copy at the target stays small;
+ * an operation larger than a batch issues (zero-copy for large transfers)
+ * once the lock is granted. */
 #define OSC_UCXX_CARRY_OPS 64
 #define OSC_UCXX_CARRY_BYTES 4096
+/* Batches sent ahead of the grant: what a waiting request may hold at the
+ * target (this many batches), against the round trip a long epoch waits
+ * for the grant when it reaches the limit.  Enough that an epoch of a few
+ * hundred small operations never waits; a target where the lock was taken
+ * gets none (peer->lq_hint). */
+#define OSC_UCXX_AHEAD 8
+
+/* What the previous epoch to a target looked like (peer->lq_hint) */
+#define OSC_UCXX_HINT_LONG 0x1     /* more than one batch, or an operation issued */
+#define OSC_UCXX_HINT_WAITED 0x2   /* its request found the lock taken */
+
+/* A message of an epoch that went: where its results go, and its answer. */
+typedef struct lazy_batch {
+    struct lazy_batch *next;
+    struct {
+        char *dst;
+        size_t len;
+    } *res;                        /* the results' places, in order */
+    int nres;
+    uint32_t flags;                /* what it asked (OSC_UCXX_LQ_*) */
+    volatile int32_t answered;
+    int32_t status;                /* the answer's */
+    uint32_t aflags;               /* ... its flags */
+    uint64_t gen;                  /* ... and its detach generation (dynamic windows) */
+    uint64_t syncs;                /* module->dyn_syncs when it left */
+} lazy_batch_t;
 
 struct ompi_osc_ucxx_lazy_t {
     ompi_osc_ucxx_lazy_t *next;    /* module->lazy_open (or the spare) */
     ompi_osc_ucxx_module_t *module;
     int target;
     int type;                      /* MPI_LOCK_SHARED / EXCLUSIVE */
-    char *msg;                     /* the request being built: header, operations */
+    char *msg;                     /* the batch being built: header, operations */
     size_t len, cap;
     uint32_t nops;
     size_t bytes;                  /* values and results carried */
-    struct {
-        char *dst;
-        size_t len;
-    } *res;                        /* where the carried operations' results go, in order */
-    int nres, res_cap;
+    lazy_batch_t *res;             /* where its results go (res, nres), or NULL */
+    int res_cap;
     size_t rlen;                   /* bytes of results the answer brings */
-    volatile int32_t answered;
-    int32_t status;                /* the answer's */
-    uint64_t gen;                  /* ... and its detach generation (dynamic windows) */
-    uint64_t syncs;                /* module->dyn_syncs when the request left */
+    bool requested;                /* the lock request went (batches follow it) */
+    bool long_epoch;               /* a full batch went, or an operation issued */
+    bool grant_in;                 /* ... and its answer is in */
+    int ahead;                     /* batches that went after it before that */
+    lazy_batch_t *sent, *sent_tail;   /* batches whose answers are not taken yet */
+    int32_t err;                   /* the first error of the answers taken */
 };
 
 /* ------------------------------------------------------------------------- */
@@ -102,10 +142,20 @@ static ompi_osc_ucxx_lazy_t *record_new(ompi_osc_ucxx_module_t *module, int targ
     rec->target = target;
     rec->type = type;
     rec->len = rec->nops = rec->bytes = rec->rlen = 0;
-    rec->nres = 0;
-    rec->answered = 0;
-    rec->status = OMPI_SUCCESS;
+    rec->requested = rec->grant_in = rec->long_epoch = false;
+    if (NULL != rec->res) rec->res->nres = 0;
+    rec->ahead = 0;
+    rec->sent = rec->sent_tail = NULL;
+    rec->err = OMPI_SUCCESS;
     return rec;
+}
+
+static void record_destroy(ompi_osc_ucxx_lazy_t *rec)
+{
+    free(rec->msg);
+    if (NULL != rec->res) free(rec->res->res);
+    free(rec->res);
+    free(rec);
 }
 
 /* Kept for the next epoch (one per window, where threads cannot race for
@@ -117,18 +167,13 @@ static void record_free(ompi_osc_ucxx_lazy_t *rec)
         module->lazy_spare = rec;
         return;
     }
-    free(rec->msg);
-    free(rec->res);
-    free(rec);
+    record_destroy(rec);
 }
 
 void ompi_osc_ucxx_lazy_release(ompi_osc_ucxx_module_t *module)
 {
-    ompi_osc_ucxx_lazy_t *rec = module->lazy_spare;
-    if (NULL != rec) {
-        free(rec->msg);
-        free(rec->res);
-        free(rec);
+    if (NULL != module->lazy_spare) {
+        record_destroy(module->lazy_spare);
         module->lazy_spare = NULL;
     }
 }
@@ -148,12 +193,33 @@ static void open_remove(ompi_osc_ucxx_lazy_t *rec)
 }
 
 /* ------------------------------------------------------------------------- */
-/* Building a request */
+/* Building a batch */
 
 static bool room(ompi_osc_ucxx_lazy_t *rec, size_t vals, size_t results)
 {
-    return rec->nops < OSC_UCXX_CARRY_OPS && vals + results <= OSC_UCXX_CARRY_BYTES &&
-           rec->bytes + vals + results <= OSC_UCXX_CARRY_BYTES;
+    return rec->nops < OSC_UCXX_CARRY_OPS && rec->bytes + vals + results <= OSC_UCXX_CARRY_BYTES;
+}
+
+/* An operation that fits no batch issues instead. */
+static bool fits_a_batch(size_t vals, size_t results)
+{
+    return vals + results <= OSC_UCXX_CARRY_BYTES;
+}
+
+/* Room for one more result place in the batch being built. */
+static bool res_room(ompi_osc_ucxx_lazy_t *rec)
+{
+    lazy_batch_t *b = rec->res;
+
+    if (NULL == b && NULL == (b = rec->res = calloc(1, sizeof(*b)))) return false;
+    if (b->nres == rec->res_cap) {
+        int cap = rec->res_cap ? 2 * rec->res_cap : 8;
+        void *grown = realloc(b->res, cap * sizeof(*b->res));
+        if (NULL == grown) return false;
+        b->res = grown;
+        rec->res_cap = cap;
+    }
+    return true;
 }
 
 /* Append `op` with room for `vals` bytes of values (returned, to be filled)
@@ -172,13 +238,7 @@ static char *append(ompi_osc_ucxx_lazy_t *rec, const ompi_osc_ucxx_lq_op_t *op, 
         rec->msg = grown;
         rec->cap = cap;
     }
-    if (results > 0 && rec->nres == rec->res_cap) {
-        int cap = rec->res_cap ? 2 * rec->res_cap : 8;
-        void *grown = realloc(rec->res, cap * sizeof(*rec->res));
-        if (NULL == grown) return NULL;
-        rec->res = grown;
-        rec->res_cap = cap;
-    }
+    if (results > 0 && !res_room(rec)) return NULL;
     at = rec->msg + rec->len;
     memcpy(at, op, sizeof(*op));
     at += sizeof(*op);
@@ -186,24 +246,14 @@ static char *append(ompi_osc_ucxx_lazy_t *rec, const ompi_osc_ucxx_lq_op_t *op, 
         memset(at + vals, 0, ompi_osc_ucxx_lq_pad(vals) - vals);
     }
     if (results > 0) {
-        rec->res[rec->nres].dst = result;
-        rec->res[rec->nres++].len = results;
+        rec->res->res[rec->res->nres].dst = result;
+        rec->res->res[rec->res->nres++].len = results;
         rec->rlen += ompi_osc_ucxx_lq_pad(results);
     }
     rec->len += need;
     rec->nops++;
     rec->bytes += vals + results;
     return at;
-}
-
-/* After the answer: nothing carried any more. */
-static void carried_reset(ompi_osc_ucxx_lazy_t *rec)
-{
-    rec->len = 0;
-    rec->nops = 0;
-    rec->bytes = 0;
-    rec->nres = 0;
-    rec->rlen = 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -214,52 +264,84 @@ static uint32_t type_flag(int type)
     return MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_LQ_EXCL : 0;
 }
 
-/* Send what the record carries (maybe nothing) with `flags`, on `worker`'s
- * endpoint (the one this thread's operations took); the message buffer is
- * UCX's from now on. */
-static int send_on(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worker, uint32_t flags)
+/* Send the batch being built (maybe nothing) with `flags`, on `worker`'s
+ * endpoint (the one this thread's operations took), to be answered into
+ * a record of its own (*out; NULL: none, and no memory: sent nothing).
+ * The message buffer is UCX's from now on, the batch empty. */
+static int send_on(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worker, uint32_t flags,
+                   lazy_batch_t **out)
 {
     ompi_osc_ucxx_module_t *module = rec->module;
     ompi_osc_ucxx_lq_hdr_t *hdr;
+    lazy_batch_t *b = rec->res;
     char *msg = rec->msg;
     size_t len = rec->len ? rec->len : sizeof(*hdr);
     int rc;
 
+    *out = NULL;
     if (NULL == worker) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (NULL == b && NULL == (b = calloc(1, sizeof(*b)))) return OMPI_ERR_OUT_OF_RESOURCE;
+    rec->res = b;   /* (kept with the batch until it goes) */
     if (NULL == msg && NULL == (msg = malloc(len))) return OMPI_ERR_OUT_OF_RESOURCE;
-    rec->msg = NULL;
-    rec->cap = 0;
     hdr = (ompi_osc_ucxx_lq_hdr_t *) msg;
     memset(hdr, 0, sizeof(*hdr));
     hdr->base.cid = module->cid;
     hdr->base.from = module->rank;
-    hdr->token = (uint64_t) (uintptr_t) rec;
+    hdr->token = (uint64_t) (uintptr_t) b;
+    hdr->epoch = (uint64_t) (uintptr_t) rec;
     hdr->flags = flags | type_flag(rec->type);
     hdr->nops = rec->nops;
     hdr->rlen = (uint32_t) rec->rlen;
-    rec->answered = 0;
-    rec->status = OMPI_SUCCESS;
-    rec->syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE);
+    b->next = NULL;
+    b->flags = flags;
+    b->answered = 0;
+    b->status = OMPI_SUCCESS;
+    b->syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE);
+    rec->msg = NULL;
+    rec->cap = 0;
+    rec->res = NULL;
+    rec->res_cap = 0;
+    rec->len = rec->nops = rec->bytes = rec->rlen = 0;
+    *out = b;
     opal_atomic_wmb();
     rc = ompi_osc_ucxx_am_send(module, worker, rec->target, OSC_UCXX_AM_LOCK, msg, sizeof(*hdr),
                                len);
-    if (OMPI_SUCCESS != rc) rec->answered = 1;   /* (nothing to wait for) */
+    if (OMPI_SUCCESS != rc) {
+        b->status = rc;
+        b->answered = 1;   /* (nothing to wait for) */
+    }
     return rc;
 }
 
-static int send_request(ompi_osc_ucxx_lazy_t *rec, uint32_t flags)
-{
-    return send_on(rec, ompi_osc_ucxx_worker_self(), flags);
-}
-
 /* Until the answer is in: its status. */
-static int wait_answer(ompi_osc_ucxx_lazy_t *rec)
+static int wait_answer(lazy_batch_t *b)
 {
-    while (!rec->answered) {
+    while (!b->answered) {
         opal_progress();
     }
     opal_atomic_rmb();
-    return rec->status;
+    return b->status;
+}
+
+static void batch_free(lazy_batch_t *b)
+{
+    free(b->res);
+    free(b);
+}
+
+/* Send and wait for the answer, one message on its own (a lock request
+ * without operations, a release after issued operations). */
+static int send_wait(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worker, uint32_t flags)
+{
+    lazy_batch_t *b;
+    int rc = send_on(rec, worker, flags, &b);
+
+    if (NULL != b) {
+        int st = wait_answer(b);
+        if (OMPI_SUCCESS == rc) rc = st;
+        batch_free(b);
+    }
+    return rc;
 }
 
 /* The answer (a UCX callback): results to their places, then the flag. */
@@ -267,23 +349,24 @@ static int reply_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, si
                          bool deferred)
 {
     const ompi_osc_ucxx_lq_hdr_t *hdr = (const ompi_osc_ucxx_lq_hdr_t *) buf;
-    ompi_osc_ucxx_lazy_t *rec;
+    lazy_batch_t *b;
     const char *p;
     size_t left;
 
     if (len < sizeof(*hdr) || 0 == hdr->token) return OMPI_SUCCESS;
-    rec = (ompi_osc_ucxx_lazy_t *) (uintptr_t) hdr->token;
+    b = (lazy_batch_t *) (uintptr_t) hdr->token;
     p = (const char *) (hdr + 1);
     left = len - sizeof(*hdr);
-    for (int i = 0; i < rec->nres && ompi_osc_ucxx_lq_pad(rec->res[i].len) <= left; ++i) {
-        memcpy(rec->res[i].dst, p, rec->res[i].len);
-        p += ompi_osc_ucxx_lq_pad(rec->res[i].len);
-        left -= ompi_osc_ucxx_lq_pad(rec->res[i].len);
+    for (int i = 0; i < b->nres && ompi_osc_ucxx_lq_pad(b->res[i].len) <= left; ++i) {
+        memcpy(b->res[i].dst, p, b->res[i].len);
+        p += ompi_osc_ucxx_lq_pad(b->res[i].len);
+        left -= ompi_osc_ucxx_lq_pad(b->res[i].len);
     }
-    rec->status = hdr->status;
-    rec->gen = hdr->gen;
+    b->status = hdr->status;
+    b->aflags = hdr->flags;
+    b->gen = hdr->gen;
     opal_atomic_wmb();
-    rec->answered = 1;
+    b->answered = 1;
     return OMPI_SUCCESS;
 }
 
@@ -297,27 +380,89 @@ static void note_error(ompi_osc_ucxx_module_t *module, int status)
     }
 }
 
-/* The request is answered and granted: operations issue from now on (on
- * a dynamic window without reading the target's detach generation: the
- * grant brought it). */
-static void granted(ompi_osc_ucxx_lazy_t *rec)
+static void set_hint(ompi_osc_ucxx_lazy_t *rec, uint8_t bit, bool on)
 {
-    note_error(rec->module, rec->status);
-    ompi_osc_ucxx_dyn_gen_seen(rec->module, ompi_osc_ucxx_worker_self(), rec->target, rec->gen,
-                               rec->syncs);
-    carried_reset(rec);
-    open_remove(rec);
-    ompi_osc_ucxx_tgt_clear(&rec->module->peers[rec->target], OSC_UCXX_TGT_LAZY);
+    ompi_osc_ucxx_peer_t *peer = &rec->module->peers[rec->target];
+    peer->lq_hint = on ? (peer->lq_hint | bit) : (peer->lq_hint & ~bit);
 }
 
-/* Send the request with what it carries, wait for the grant. */
+/* Take the answers of the batches that went, oldest first: every one
+ * (`all`), else those in.  The first error is the epoch's (rec->err); the
+ * grant brings the target's detach generation (dynamic windows: no read
+ * of it for the operations issued after it) and says whether the lock was
+ * taken. */
+static void take_answers(ompi_osc_ucxx_lazy_t *rec, bool all)
+{
+    lazy_batch_t *b;
+
+    while (NULL != (b = rec->sent) && (all || b->answered)) {
+        int st = wait_answer(b);
+        if (OMPI_SUCCESS != st && OMPI_SUCCESS == rec->err) rec->err = st;
+        if (b->flags & OSC_UCXX_LQ_LOCK) {
+            if (!(b->flags & OSC_UCXX_LQ_RELEASE)) {
+                ompi_osc_ucxx_dyn_gen_seen(rec->module, ompi_osc_ucxx_worker_self(),
+                                           rec->target, b->gen, b->syncs);
+            }
+            set_hint(rec, OSC_UCXX_HINT_WAITED, b->aflags & OSC_UCXX_LQ_WAITED);
+            rec->grant_in = true;
+        }
+        rec->sent = b->next;
+        if (NULL == rec->sent) rec->sent_tail = NULL;
+        batch_free(b);
+    }
+}
+
+/* Send the batch being built with `flags`; its answer is taken later. */
+static int send_tracked(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worker,
+                        uint32_t flags)
+{
+    lazy_batch_t *b;
+    int rc = send_on(rec, worker, flags, &b);
+
+    if (NULL == b) return rc;
+    if (NULL == rec->sent_tail) rec->sent = b;
+    else rec->sent_tail->next = b;
+    rec->sent_tail = b;
+    return rc;
+}
+
+/* The batch being built goes: the first with the lock request, the others
+ * behind it; its answer is taken later.  Sent ahead of the grant, it waits
+ * at the target: past the limit for this target, the grant first. */
+static int send_batch(ompi_osc_ucxx_lazy_t *rec, uint32_t flags)
+{
+    ompi_osc_ucxx_peer_t *peer = &rec->module->peers[rec->target];
+    int rc;
+
+    if (rec->requested && !rec->grant_in) {
+        int limit = (peer->lq_hint & OSC_UCXX_HINT_WAITED) ? 0 : OSC_UCXX_AHEAD;
+        if (rec->ahead >= limit && NULL != rec->sent) {
+            (void) wait_answer(rec->sent);   /* (the request: the first not taken) */
+        } else {
+            rec->ahead++;
+        }
+    }
+    take_answers(rec, false);
+    rc = send_tracked(rec, ompi_osc_ucxx_worker_self(),
+                      flags | (rec->requested ? OSC_UCXX_LQ_MORE : OSC_UCXX_LQ_LOCK));
+    if (OMPI_SUCCESS == rc) rec->requested = true;
+    return rc;
+}
+
+/* Whatever is queued goes, and every answer is in: the lock is this
+ * process's and operations issue from now on (on a dynamic window without
+ * reading the target's detach generation: the grant brought it). */
 static int go(ompi_osc_ucxx_lazy_t *rec)
 {
-    int rc = send_request(rec, OSC_UCXX_LQ_LOCK);
-    if (OMPI_SUCCESS != rc) return rc;
-    (void) wait_answer(rec);
-    granted(rec);
-    return OMPI_SUCCESS;
+    int rc = OMPI_SUCCESS;
+
+    if (rec->nops > 0 || !rec->requested) rc = send_batch(rec, 0);
+    take_answers(rec, true);
+    note_error(rec->module, rec->err);
+    rec->err = OMPI_SUCCESS;
+    open_remove(rec);
+    ompi_osc_ucxx_tgt_clear(&rec->module->peers[rec->target], OSC_UCXX_TGT_LAZY);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -346,15 +491,12 @@ static void kick(ompi_osc_ucxx_module_t *module, int target)
 static int queue_mapped(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     ompi_osc_ucxx_lazy_t rec;
-    int rc;
 
     memset(&rec, 0, sizeof(rec));
     rec.module = module;
     rec.target = target;
     rec.type = type;
-    rc = send_request(&rec, OSC_UCXX_LQ_LOCK);
-    if (OMPI_SUCCESS != rc) return rc;
-    return wait_answer(&rec);
+    return send_wait(&rec, ompi_osc_ucxx_worker_self(), OSC_UCXX_LQ_LOCK);
 }
 
 /* A target whose word we do not map: lazily, unless threads may share the
@@ -368,13 +510,11 @@ static int lock_by_message(ompi_osc_ucxx_module_t *module, int target, int type)
 
     if (NULL == rec) return OMPI_ERR_OUT_OF_RESOURCE;
     if (OSC_UCXX.enable_mpi_threads || NULL != ompi_osc_ucxx_direct(module, target)) {
-        rc = send_request(rec, OSC_UCXX_LQ_LOCK);
-        if (OMPI_SUCCESS == rc) rc = wait_answer(rec);
+        rc = send_wait(rec, ompi_osc_ucxx_worker_self(), OSC_UCXX_LQ_LOCK);
         if (OMPI_SUCCESS != rc) {
             record_free(rec);
             return rc;
         }
-        carried_reset(rec);
         peer->lazy = rec;
         ompi_osc_ucxx_tgt_set(peer, OSC_UCXX_TGT_MSGLOCK);
         return OMPI_SUCCESS;
@@ -428,11 +568,33 @@ static bool contiguous(ompi_datatype_t *dt, int count)
     return ompi_datatype_is_contiguous_memory_layout(dt, count);
 }
 
-/* The request goes, carrying what it has; the caller issues. */
+/* What is queued goes, the lock is granted; the caller issues. */
 static int issue(ompi_osc_ucxx_lazy_t *rec)
 {
-    int rc = go(rec);
+    int rc;
+
+    rec->long_epoch = true;
+    rc = go(rec);
     return OMPI_SUCCESS == rc ? OSC_UCXX_ISSUE : rc;
+}
+
+/* Room for an operation in the batch being built: a full batch goes. */
+static int make_room(ompi_osc_ucxx_lazy_t *rec, size_t vals, size_t results)
+{
+    if (room(rec, vals, results)) return OMPI_SUCCESS;
+    rec->long_epoch = true;
+    return send_batch(rec, 0);
+}
+
+/* An operation was queued: where the previous epoch to this target was
+ * long, the request goes with the first one, and its grant comes back
+ * while the rest is queued. */
+static int queued(ompi_osc_ucxx_lazy_t *rec)
+{
+    if (!rec->requested && (rec->module->peers[rec->target].lq_hint & OSC_UCXX_HINT_LONG)) {
+        return send_batch(rec, 0);
+    }
+    return OMPI_SUCCESS;
 }
 
 int ompi_osc_ucxx_lazy_put_get(ompi_osc_ucxx_target_t *t, bool is_put, void *origin_addr,
@@ -443,12 +605,14 @@ int ompi_osc_ucxx_lazy_put_get(ompi_osc_ucxx_target_t *t, bool is_put, void *ori
     size_t size = origin_dt->super.size * (size_t) origin_count;
     char *local = (char *) origin_addr + origin_dt->super.true_lb, *vals;
     ompi_osc_ucxx_lq_op_t op;
+    int rc;
 
     if (NULL != req || t->view->memhandle || size > UINT32_MAX ||
         !contiguous(origin_dt, origin_count) || !contiguous(target_dt, target_count) ||
-        !room(rec, is_put ? size : 0, is_put ? 0 : size)) {
+        !fits_a_batch(is_put ? size : 0, is_put ? 0 : size)) {
         return issue(rec);
     }
+    if (OMPI_SUCCESS != (rc = make_room(rec, is_put ? size : 0, is_put ? 0 : size))) return rc;
     memset(&op, 0, sizeof(op));
     op.kind = is_put ? OSC_UCXX_LQ_PUT : OSC_UCXX_LQ_GET;
     op.nvals = is_put ? 1 : 0;
@@ -458,7 +622,7 @@ int ompi_osc_ucxx_lazy_put_get(ompi_osc_ucxx_target_t *t, bool is_put, void *ori
     vals = append(rec, &op, is_put ? size : 0, is_put ? NULL : local, is_put ? 0 : size);
     if (NULL == vals) return issue(rec);
     if (is_put) memcpy(vals, local, size);
-    return OMPI_SUCCESS;
+    return queued(rec);
 }
 
 /* A contiguous side of `size` bytes: its first byte, else NULL. */
@@ -484,6 +648,7 @@ int ompi_osc_ucxx_lazy_acc(ompi_osc_ucxx_acc_t *a, const void *origin_addr, int 
     size_t nvals = cas ? 2 : values ? 1 : 0;
     ompi_osc_ucxx_lq_op_t op;
     char *vals;
+    int rc;
 
     /* (single elements of acc_single_intrinsic handles take another kind
      * of atomic than the stripes the target would apply them under) */
@@ -491,9 +656,10 @@ int ompi_osc_ucxx_lazy_acc(ompi_osc_ucxx_acc_t *a, const void *origin_addr, int 
         OSC_UCXX_SINGLE_STRIPES != t->view->single_kind ||
         a->gaps || size > UINT32_MAX || !contiguous(target_dt, target_count) ||
         (values && NULL == origin) || (a->fetch && NULL == result) ||
-        !room(rec, nvals * size, a->fetch ? size : 0)) {
+        !fits_a_batch(nvals * size, a->fetch ? size : 0)) {
         return issue(rec);
     }
+    if (OMPI_SUCCESS != (rc = make_room(rec, nvals * size, a->fetch ? size : 0))) return rc;
     memset(&op, 0, sizeof(op));
     op.kind = cas ? OSC_UCXX_LQ_CAS : a->fetch ? OSC_UCXX_LQ_GACC : OSC_UCXX_LQ_ACC;
     op.nvals = (uint8_t) nvals;
@@ -506,12 +672,13 @@ int ompi_osc_ucxx_lazy_acc(ompi_osc_ucxx_acc_t *a, const void *origin_addr, int 
     if (NULL == vals) return issue(rec);
     if (values) memcpy(vals, origin, size);
     if (cas) memcpy(vals + size, compare_addr, size);
-    return OMPI_SUCCESS;
+    return queued(rec);
 }
 
 int ompi_osc_ucxx_lazy_grant(ompi_osc_ucxx_module_t *module, int target)
 {
-    return go(module->peers[target].lazy);
+    int rc = issue(module->peers[target].lazy);
+    return OSC_UCXX_ISSUE == rc ? OMPI_SUCCESS : rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -524,23 +691,22 @@ int ompi_osc_ucxx_lazy_flush(ompi_osc_ucxx_module_t *module, int target)
 
     if (target >= 0) {
         rec = module->peers[target].lazy;
-        if (!(module->peers[target].access & OSC_UCXX_TGT_LAZY) || 0 == rec->nops) {
+        if (!(module->peers[target].access & OSC_UCXX_TGT_LAZY) ||
+            (0 == rec->nops && !rec->requested)) {
             return OMPI_SUCCESS;   /* nothing carried: nothing to complete */
         }
         return go(rec);
     }
-    /* every request at once, then every answer */
+    /* every batch at once, then every answer */
     for (rec = module->lazy_open; NULL != rec; rec = rec->next) {
         int r;
         if (0 == rec->nops) continue;
-        r = send_request(rec, OSC_UCXX_LQ_LOCK);
+        r = send_batch(rec, 0);
         if (OMPI_SUCCESS != r) rc = r;
     }
     for (rec = module->lazy_open; NULL != rec; rec = next) {
         next = rec->next;
-        if (0 == rec->nops) continue;
-        (void) wait_answer(rec);
-        granted(rec);
+        if (rec->requested) (void) go(rec);
     }
     return rc;
 }
@@ -577,34 +743,56 @@ static int order_release(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t 
     return OMPI_SUCCESS;
 }
 
-/* Release the lock on `target` (this process holds it by message): with
- * the epoch if it was never requested (nothing to do if it carries
- * nothing), else behind the operations issued; then this process's own
- * completion of them (gets' data, requests: the answer came after the
- * target did everything, so this waits for little). */
+/* The release of the lock on `target` (this process holds it by message)
+ * goes: with the last batch of a carried epoch (nothing if nothing was
+ * carried), else behind the operations issued (the caller ordered them,
+ * order_release).  The answers are taken by release_done. */
+static int release_send(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worker)
+{
+    ompi_osc_ucxx_peer_t *peer = &rec->module->peers[rec->target];
+
+    if (!(peer->access & OSC_UCXX_TGT_LAZY)) {
+        return send_tracked(rec, worker, OSC_UCXX_LQ_RELEASE);
+    }
+    open_remove(rec);
+    if (0 == rec->nops && !rec->requested) return OMPI_SUCCESS;
+    return send_batch(rec, OSC_UCXX_LQ_RELEASE);
+}
+
+/* Every answer of the epoch is in: its first error; the record goes. */
+static int release_done(ompi_osc_ucxx_lazy_t *rec)
+{
+    ompi_osc_ucxx_peer_t *peer = &rec->module->peers[rec->target];
+    int rc;
+
+    take_answers(rec, true);
+    set_hint(rec, OSC_UCXX_HINT_LONG, rec->long_epoch);
+    rc = rec->err;
+    peer->lazy = NULL;
+    record_free(rec);
+    return rc;
+}
+
+/* Release the lock on `target`; then, after issued operations, this
+ * process's own completion of them (gets' data, requests: the answer came
+ * after the target did everything, so this waits for little). */
 static int release(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     ompi_osc_ucxx_lazy_t *rec = peer->lazy;
     ompi_osc_ucxx_worker_t *worker = ompi_osc_ucxx_worker_self();
+    bool issued = !(peer->access & OSC_UCXX_TGT_LAZY);
     int rc = OMPI_SUCCESS, r2;
 
-    if (peer->access & OSC_UCXX_TGT_LAZY) {
-        open_remove(rec);
-        if (rec->nops > 0) {
-            rc = send_on(rec, worker, OSC_UCXX_LQ_LOCK | OSC_UCXX_LQ_RELEASE);
-            if (OMPI_SUCCESS == rc) rc = wait_answer(rec);
-        }
-    } else {
-        rc = order_release(module, worker, target);
-        r2 = send_on(rec, worker, OSC_UCXX_LQ_RELEASE);
-        if (OMPI_SUCCESS == r2) (void) wait_answer(rec);
-        r2 = OMPI_SUCCESS != r2 ? r2 : ompi_osc_ucxx_flush_links(module, target, NULL);
+    if (issued) rc = order_release(module, worker, target);
+    r2 = release_send(rec, worker);
+    if (OMPI_SUCCESS == rc) rc = r2;
+    r2 = release_done(rec);
+    if (OMPI_SUCCESS == rc) rc = r2;
+    if (issued) {
+        r2 = ompi_osc_ucxx_flush_links(module, target, NULL);
         if (OMPI_SUCCESS == rc) rc = r2;
     }
-    peer->lazy = NULL;
-    carried_reset(rec);
-    record_free(rec);
     return rc;
 }
 
@@ -627,33 +815,20 @@ int ompi_osc_ucxx_lazy_unlock_all(ompi_osc_ucxx_module_t *module)
 
     for (int i = 0; i < e->count; ++i) {
         ompi_osc_ucxx_peer_t *peer = &module->peers[e->targets[i]];
-        ompi_osc_ucxx_lazy_t *rec = peer->lazy;
         if (!(peer->access & OSC_UCXX_TGT_MSGLOCK)) continue;
-        rec->answered = 1;   /* (unless a message goes) */
-        rec->status = OMPI_SUCCESS;
-        if (peer->access & OSC_UCXX_TGT_LAZY) {
-            open_remove(rec);
-            if (0 == rec->nops) continue;
-            r = send_on(rec, worker, OSC_UCXX_LQ_LOCK | OSC_UCXX_LQ_RELEASE);
-        } else {
-            if (!ordered) {
-                r = order_release(module, worker, -1);
-                if (OMPI_SUCCESS != r) rc = r;
-                ordered = true;
-            }
-            r = send_on(rec, worker, OSC_UCXX_LQ_RELEASE);
+        if (!(peer->access & OSC_UCXX_TGT_LAZY) && !ordered) {
+            r = order_release(module, worker, -1);
+            if (OMPI_SUCCESS != r) rc = r;
+            ordered = true;
         }
+        r = release_send(peer->lazy, worker);
         if (OMPI_SUCCESS != r) rc = r;
     }
     for (int i = 0; i < e->count; ++i) {
         ompi_osc_ucxx_peer_t *peer = &module->peers[e->targets[i]];
-        ompi_osc_ucxx_lazy_t *rec = peer->lazy;
         if (!(peer->access & OSC_UCXX_TGT_MSGLOCK)) continue;
-        r = wait_answer(rec);
+        r = release_done(peer->lazy);
         if (OMPI_SUCCESS != r && OMPI_SUCCESS == rc) rc = r;
-        peer->lazy = NULL;
-        carried_reset(rec);
-        record_free(rec);
         ompi_osc_ucxx_tgt_clear(peer, OSC_UCXX_TGT_MSGLOCK | OSC_UCXX_TGT_LAZY |
                                           OSC_UCXX_TGT_HELD);
     }

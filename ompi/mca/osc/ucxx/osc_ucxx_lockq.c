@@ -39,9 +39,16 @@
  * are: osc_ucxx_acc_am.c), release the lock if asked, and answer once with
  * the results and the first error an operation met (a range the origin
  * cannot check: dynamic windows): lock + operations + unlock in one round
- * trip, the lock released whatever happened.  A stripe taken by a peer on
- * the node holds the queue up until the deferred work's next pass
- * (OSC_UCXX_AM_LOCK_WORK): nobody holds a stripe across a wait.
+ * trip, the lock released whatever happened.  A longer epoch comes in
+ * several messages: the request, then OSC_UCXX_LQ_MORE messages of the
+ * same epoch, which the origin sends without waiting for the grant.  One
+ * that finds its request still here (waiting, or its operations held up by
+ * a stripe) follows it and is applied after it; one that finds none (the
+ * lock is its origin's) goes to the queue's head, to be applied at once.
+ * The origin bounds what it sends ahead of a grant (osc_ucxx_lazy.c), so
+ * a waiting request holds a bounded number of them here.  A stripe taken
+ * by a peer on the node holds the queue up until the deferred work's next
+ * pass (OSC_UCXX_AM_LOCK_WORK): nobody holds a stripe across a wait.
  *
  * Where it runs.  Lock messages are handled from the deferred queue
  * (osc_ucxx_am.c), outside UCX callbacks, so that answers go at once, and
@@ -59,13 +66,15 @@
 
 typedef struct lq_entry {
     struct lq_entry *next;
+    struct lq_entry *follow, *follow_tail;   /* MORE messages of its epoch, in order */
     int from;                   /* the origin's rank */
     uint32_t flags;             /* OSC_UCXX_LQ_* */
-    uint64_t token;
+    uint64_t token, epoch;
     volatile int32_t *granted;  /* we wait ourselves (on our stack): set when granted */
     char *msg;                  /* the request, if it carries operations */
     size_t len;
-    bool holds;                 /* the lock is taken for it */
+    bool holds;                 /* the lock is taken for it (MORE: by its request) */
+    bool waited;                /* it found the lock taken */
     uint32_t done;              /* operations applied */
     size_t at;                  /* ... where the next one starts in msg */
     char *reply;                /* the answer being built */
@@ -221,9 +230,28 @@ static void finish(ompi_osc_ucxx_module_t *module, lq_entry_t *e)
         *e->granted = 1;   /* (the waiter's stack: not touched after this) */
         return;
     }
-    answer(module, e->from, e->token, e->flags, e->status, e->reply, e->rat);
+    answer(module, e->from, e->token, e->flags | (e->waited ? OSC_UCXX_LQ_WAITED : 0),
+           e->status, e->reply, e->rat);
     free(e->msg);
     free(e);
+}
+
+/* The MORE messages that follow the head (it holds the lock and its own
+ * operations are applied), in order; OMPI_ERR_WOULD_BLOCK: a stripe is
+ * taken, the rest later. */
+static int run_follow(ompi_osc_ucxx_module_t *module, lq_entry_t *e)
+{
+    lq_entry_t *f;
+
+    while (NULL != (f = e->follow)) {
+        if (NULL != f->msg && OMPI_ERR_WOULD_BLOCK == run(module, f)) {
+            return OMPI_ERR_WOULD_BLOCK;
+        }
+        e->follow = f->next;
+        finish(module, f);
+    }
+    e->follow_tail = NULL;
+    return OMPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -238,6 +266,7 @@ static void serve_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lockq_t *
     while (NULL != (e = q->head)) {
         if (!e->holds) {
             if (!ompi_osc_ucxx_state_tm_take(module, module->rank, entry_type(e), true)) {
+                e->waited = true;
                 if (q->queued) return;   /* the holder's release will tell us */
                 ompi_osc_ucxx_state_tm_queued(module, true);
                 q->queued = true;
@@ -245,7 +274,8 @@ static void serve_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lockq_t *
             }
             e->holds = true;
         }
-        if (NULL != e->msg && OMPI_ERR_WOULD_BLOCK == run(module, e)) {
+        if ((NULL != e->msg && OMPI_ERR_WOULD_BLOCK == run(module, e)) ||
+            OMPI_ERR_WOULD_BLOCK == run_follow(module, e)) {
             q->blocked = true;
             return;
         }
@@ -319,18 +349,18 @@ int ompi_osc_ucxx_lockq_wait_self(ompi_osc_ucxx_module_t *module, int type)
 /* ------------------------------------------------------------------------- */
 /* Messages */
 
-/* A request joins the queue with a copy of what it carries (the deferred
- * queue frees the message), and the queue is served. */
-static int request(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lockq_t *q, int from,
-                   const char *buf, size_t len)
+/* An entry for a lock message, with a copy of what it carries (the
+ * deferred queue frees the message); NULL: no memory. */
+static lq_entry_t *entry_new(int from, const char *buf, size_t len)
 {
     const ompi_osc_ucxx_lq_hdr_t *hdr = (const ompi_osc_ucxx_lq_hdr_t *) buf;
     lq_entry_t *e = calloc(1, sizeof(*e));
 
-    if (NULL == e) return OMPI_ERR_WOULD_BLOCK;
+    if (NULL == e) return NULL;
     e->from = from;
     e->flags = hdr->flags;
     e->token = hdr->token;
+    e->epoch = hdr->epoch;
     if (hdr->nops > 0) {
         e->rcap = hdr->rlen;
         e->reply = calloc(1, sizeof(*hdr) + e->rcap);
@@ -339,13 +369,48 @@ static int request(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lockq_t *q, int
             free(e->reply);
             free(e->msg);
             free(e);
-            return OMPI_ERR_WOULD_BLOCK;   /* (tried again later) */
+            return NULL;
         }
         memcpy(e->msg, buf, len);
         e->len = len;
         e->at = sizeof(*hdr);
     }
+    return e;
+}
+
+/* A request joins the queue, and the queue is served. */
+static int request(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lockq_t *q, int from,
+                   const char *buf, size_t len)
+{
+    lq_entry_t *e = entry_new(from, buf, len);
+
+    if (NULL == e) return OMPI_ERR_WOULD_BLOCK;   /* (tried again later) */
     append(q, e);
+    serve_locked(module, q);
+    return OMPI_SUCCESS;
+}
+
+/* More of an epoch whose request came before: behind that request while
+ * it is here, else at the head (its origin holds the lock). */
+static int more(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lockq_t *q, int from,
+                const char *buf, size_t len)
+{
+    lq_entry_t *e = entry_new(from, buf, len), *w;
+
+    if (NULL == e) return OMPI_ERR_WOULD_BLOCK;
+    e->holds = true;
+    for (w = q->head; NULL != w; w = w->next) {
+        if (NULL == w->granted && w->from == from && w->epoch == e->epoch) break;
+    }
+    if (NULL != w) {
+        if (NULL == w->follow_tail) w->follow = e;
+        else w->follow_tail->next = e;
+        w->follow_tail = e;
+    } else {
+        e->next = q->head;
+        q->head = e;
+        if (NULL == q->tail) q->tail = e;
+    }
     serve_locked(module, q);
     return OMPI_SUCCESS;
 }
@@ -369,6 +434,8 @@ static int lock_handler(ompi_osc_ucxx_module_t *module, int from, void *buf, siz
     OSC_UCXX_LOCK(&q->lock);
     if (hdr->flags & OSC_UCXX_LQ_LOCK) {
         rc = request(module, q, from, buf, len);
+    } else if (hdr->flags & OSC_UCXX_LQ_MORE) {
+        rc = more(module, q, from, buf, len);
     } else if (hdr->flags & OSC_UCXX_LQ_RELEASE) {
         /* everything its origin sent before is done: the next one's turn,
          * then the answer */
@@ -415,6 +482,13 @@ void ompi_osc_ucxx_lockq_release(ompi_osc_ucxx_module_t *module)
     while (NULL != q->head) {
         lq_entry_t *e = q->head;
         q->head = e->next;
+        while (NULL != e->follow) {
+            lq_entry_t *f = e->follow;
+            e->follow = f->next;
+            free(f->msg);
+            free(f->reply);
+            free(f);
+        }
         if (NULL == e->granted) {
             free(e->msg);
             free(e->reply);

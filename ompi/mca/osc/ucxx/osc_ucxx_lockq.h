@@ -29,6 +29,10 @@ BEGIN_C_DECLS
                                    * before on this endpoint */
 #define OSC_UCXX_LQ_KICK    0x8   /* nothing: a peer that maps the word released it with
                                    * origins queued; the owner looks at its queue again */
+#define OSC_UCXX_LQ_MORE    0x10  /* more operations of the epoch whose request went
+                                   * before (the same `epoch`): applied once it is granted,
+                                   * then released if RELEASE */
+#define OSC_UCXX_LQ_WAITED  0x20  /* answer: the request waited in the queue */
 
 /* Every lock message and its answer start so; a request is followed by its
  * operations (ompi_osc_ucxx_lq_op_t, each followed by its values, padded to
@@ -36,7 +40,8 @@ BEGIN_C_DECLS
  * order, each padded to 8 bytes. */
 typedef struct {
     ompi_osc_ucxx_am_hdr_t base;
-    uint64_t token;        /* the origin's record (ompi_osc_ucxx_lazy_t) */
+    uint64_t token;        /* the origin's record of this message */
+    uint64_t epoch;        /* request: the origin's epoch (the same in its MORE messages) */
     uint32_t flags;        /* OSC_UCXX_LQ_* */
     uint32_t nops;         /* operations carried */
     uint32_t rlen;         /* bytes of results the answer carries */

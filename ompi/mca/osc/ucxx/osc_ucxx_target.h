@@ -56,6 +56,8 @@ struct ompi_osc_ucxx_peer_t {
                               * (what the short accumulates check first) */
     bool pinned;             /* MPI_Win_shared_query gave its memory to the program:
                               * kept mapped while the window lives */
+    uint8_t lq_hint;         /* the previous lock epoch by messages to it
+                              * (osc_ucxx_lazy.c: OSC_UCXX_HINT_*) */
     volatile uint64_t fence_seen;  /* the peer has called this many fences */
     uint64_t posts_taken;          /* PSCW: its slot posts we have consumed */
     /* 2 MiB chunks of direct_data whose pages this process has populated
