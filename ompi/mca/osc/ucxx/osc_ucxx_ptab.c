@@ -20,8 +20,9 @@
  * an epoch (its access word) or a message of the window's in flight, and
  * nothing waits on an endpoint.  Going means: each window drops what it
  * holds of the peer (the window's hook: its mappings, its links, their
- * rkeys and region caches), the ranges are unmapped, each worker's endpoint
- * is flushed and closed and the rkeys kept on it destroyed.  A window meets
+ * rkeys and region caches), the ranges are unmapped, the rkeys kept for
+ * the peer are destroyed, and each worker's endpoint to a peer on the node
+ * is flushed and closed (endpoints to other nodes stay: on_node).  A window meets
  * the peer again as on its first access.  The progress thread may be
  * serving the peer meanwhile (replying on its endpoint, progressing the
  * worker): it is parked while entries go (ompi_osc_ucxx_progress_hold), so
@@ -394,6 +395,22 @@ static bool idle(ompi_osc_ucxx_pent_t *e)
     return true;
 }
 
+/* Endpoints to other nodes stay, as Open MPI's pml keeps them: without
+ * UCX error handling, closing our side of a connection whose other side
+ * keeps its endpoint lets that side's later messages name an endpoint id
+ * here that a new endpoint may have taken (UCX then asserts, e.g. on an
+ * emulated put's completion reaching an endpoint still wiring up).  On
+ * the node UCX reaches peers through shared memory by default. */
+static bool on_node(const ompi_osc_ucxx_pent_t *e)
+{
+    opal_process_name_t name;
+    opal_proc_t *proc;
+
+    memcpy(&name, &e->key, sizeof(name));
+    proc = ompi_proc_lookup(name);
+    return NULL != proc && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags);
+}
+
 static void evict(ompi_osc_ucxx_pent_t *e)
 {
     e->evicting = true;
@@ -410,13 +427,17 @@ static void evict(ompi_osc_ucxx_pent_t *e)
         free(m);
     }
     for (int w = 0; w < OSC_UCXX.num_workers; ++w) {
-        ompi_osc_ucxx_ep_evict(OSC_UCXX.workers[w], e->key);
+        if (on_node(e)) {
+            ompi_osc_ucxx_ep_evict(OSC_UCXX.workers[w], e->key);
+        } else {
+            ompi_osc_ucxx_rkeys_drop(OSC_UCXX.workers[w], e->key);
+        }
     }
     e->evicting = false;
     lru_unlink(e);
     e->active = false;
     ptab.active--;
-    OSC_UCXX_VERBOSE(20, "peer pid %d: its mappings and endpoints let go (%d peers held)",
+    OSC_UCXX_VERBOSE(20, "peer pid %d: its mappings let go (%d peers held)",
                      (int) e->id.pid, ptab.active);
 }
 
