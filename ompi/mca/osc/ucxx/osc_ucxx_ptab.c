@@ -22,8 +22,8 @@
  * holds of the peer (the window's hook: its mappings, its links, their
  * rkeys and region caches), the ranges are unmapped, the rkeys kept for
  * the peer are destroyed, and each worker's endpoint to a peer on the node
- * is flushed and closed (endpoints to other nodes stay: on_node).  A window meets
- * the peer again as on its first access.  The progress thread may be
+ * is flushed and closed (endpoints to other nodes stay: on_node).  A
+ * window meets the peer again as on its first access.  The progress thread may be
  * serving the peer meanwhile (replying on its endpoint, progressing the
  * worker): it is parked while entries go (ompi_osc_ucxx_progress_hold), so
  * the bound holds with it too.  Under MPI_THREAD_MULTIPLE another
@@ -426,8 +426,9 @@ static void evict(ompi_osc_ucxx_pent_t *e)
         ompi_osc_ucxx_seg_detach(m->addr, m->len);
         free(m);
     }
+    bool close = on_node(e);
     for (int w = 0; w < OSC_UCXX.num_workers; ++w) {
-        if (on_node(e)) {
+        if (close) {
             ompi_osc_ucxx_ep_evict(OSC_UCXX.workers[w], e->key);
         } else {
             ompi_osc_ucxx_rkeys_drop(OSC_UCXX.workers[w], e->key);
