@@ -82,7 +82,7 @@ static void pending_chunk_done(acc_pending_t *p)
     if (0 != opal_atomic_add_fetch_32(&p->chunks, -1)) return;
     if (NULL != p->result_dt) {
         ompi_osc_ucxx_runs_fini(&p->results);
-        OBJ_RELEASE(p->result_dt);
+        ompi_osc_ucxx_dt_release(p->result_dt);
     }
     if (NULL != p->req) ompi_osc_ucxx_request_op_done(p->req);
     if (p->fetching) ompi_osc_ucxx_add32(&p->module->am_fetching, -1);
@@ -140,14 +140,39 @@ static int acc_reply_handler(ompi_osc_ucxx_module_t *module, int from, void *buf
 /* ------------------------------------------------------------------------- */
 /* Target */
 
+/* The element types and ops messages name (by Fortran index): predefined
+ * ones only, as accumulates take no other, copied at init.  Handlers may
+ * run on the progress thread, and below MPI_THREAD_MULTIPLE Open MPI's
+ * tables are not locked while the application adds types or ops to them
+ * (which may move the table). */
+#define ACC_AM_TYPES 256
+#define ACC_AM_OPS 64
+static ompi_datatype_t *acc_types[ACC_AM_TYPES];
+static ompi_op_t *acc_ops[ACC_AM_OPS];
+
+static void acc_names_init(void)
+{
+    int n = opal_pointer_array_get_size(&ompi_datatype_f_to_c_table);
+    for (int i = 0; i < n && i < ACC_AM_TYPES; ++i) {
+        ompi_datatype_t *dt = opal_pointer_array_get_item(&ompi_datatype_f_to_c_table, i);
+        acc_types[i] = NULL != dt && ompi_datatype_is_predefined(dt) ? dt : NULL;
+    }
+    n = opal_pointer_array_get_size(ompi_op_f_to_c_table);
+    for (int i = 0; i < n && i < ACC_AM_OPS; ++i) {
+        ompi_op_t *op = opal_pointer_array_get_item(ompi_op_f_to_c_table, i);
+        acc_ops[i] = NULL != op && ompi_op_is_intrinsic(op) ? op : NULL;
+    }
+}
+
 /* The element type and op a message names. */
 static int acc_decode(const acc_am_hdr_t *hdr, ompi_osc_ucxx_acc_t *a)
 {
-    a->elem = opal_pointer_array_get_item(&ompi_datatype_f_to_c_table, hdr->dt);
-    a->op = (hdr->flags & ACC_AM_CAS) ? &ompi_mpi_op_replace.op
-                                       : opal_pointer_array_get_item(ompi_op_f_to_c_table,
-                                                                     hdr->op);
-    if (NULL == a->elem || NULL == a->op) {
+    if (hdr->dt < 0 || hdr->dt >= ACC_AM_TYPES || NULL == (a->elem = acc_types[hdr->dt])) {
+        return MPI_ERR_TYPE;
+    }
+    if (hdr->flags & ACC_AM_CAS) {
+        a->op = &ompi_mpi_op_replace.op;
+    } else if (hdr->op < 0 || hdr->op >= ACC_AM_OPS || NULL == (a->op = acc_ops[hdr->op])) {
         return MPI_ERR_OP;
     }
     ompi_osc_ucxx_acc_geometry(a);
@@ -337,6 +362,7 @@ int ompi_osc_ucxx_acc_am_apply(ompi_osc_ucxx_module_t *module, int32_t dt, int32
  * (accumulate_ordering), and the origin waits for the reply. */
 void ompi_osc_ucxx_acc_am_init(void)
 {
+    acc_names_init();
     ompi_osc_ucxx_am_define(OSC_UCXX_AM_ACC, acc_handler, NULL,
                             OSC_UCXX_AM_SERVED | OSC_UCXX_AM_IN_ORDER);
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_ACC_REPLY, acc_reply_handler);
@@ -366,7 +392,7 @@ static acc_pending_t *pending_new(ompi_osc_ucxx_acc_t *a, void *result_addr, int
         p->result_addr = result_addr;
         p->result_count = result_count;
         p->result_dt = result_dt;
-        OBJ_RETAIN(result_dt);
+        ompi_osc_ucxx_dt_retain(result_dt);
         ompi_osc_ucxx_runs_init(&p->results, a, result_addr, result_count, result_dt);
     }
     if (NULL != a->req) {

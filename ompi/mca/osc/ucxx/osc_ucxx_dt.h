@@ -14,6 +14,23 @@
 #include "opal/datatype/opal_convertor.h"
 #include "ompi/datatype/ompi_datatype.h"
 
+#include "osc_ucxx_worker.h"
+
+/* An operation in flight keeps the datatypes it still needs (the
+ * application may free them meanwhile).  Predefined ones are never freed:
+ * not counted, so that the many operations on them cost no count, and the
+ * count of an object every thread of the application shares is never
+ * changed from a callback. */
+static inline void ompi_osc_ucxx_dt_retain(ompi_datatype_t *dt)
+{
+    if (!ompi_datatype_is_predefined(dt)) OBJ_RETAIN(dt);
+}
+
+static inline void ompi_osc_ucxx_dt_release(ompi_datatype_t *dt)
+{
+    if (!ompi_datatype_is_predefined(dt)) ompi_osc_ucxx_obj_release(&dt->super.super);
+}
+
 #define OSC_UCXX_DT_IOV 32
 
 typedef struct {

@@ -111,6 +111,46 @@ void ompi_osc_ucxx_progress_unhold(void)
     OSC_UCXX.progress_hold = HOLD_RUN;
 }
 
+/* References the progress thread drops: below MPI_THREAD_MULTIPLE they are
+ * dropped by the next application thread that progresses.  (A UCX callback
+ * on the thread that released the predefined type an accumulate kept raced
+ * with the application's own retains of it: the count fell to zero, and
+ * Open MPI freed a static object.) */
+typedef struct obj_later {
+    struct obj_later *next;
+    opal_object_t *obj;
+} obj_later_t;
+static obj_later_t *later_list = NULL;   /* pushed by the thread, taken whole */
+
+void ompi_osc_ucxx_obj_release(opal_object_t *obj)
+{
+    obj_later_t *l;
+
+    if (opal_using_threads() || !on_progress_thread()) {
+        OBJ_RELEASE(obj);
+        return;
+    }
+    if (NULL == (l = malloc(sizeof(*l)))) return;   /* (a reference kept, never a race) */
+    l->obj = obj;
+    l->next = __atomic_load_n(&later_list, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&later_list, &l->next, l, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
+static void obj_later_release(void)
+{
+    obj_later_t *l = __atomic_exchange_n(&later_list, NULL, __ATOMIC_ACQUIRE);
+
+    while (NULL != l) {
+        obj_later_t *next = l->next;
+        opal_object_t *obj = l->obj;
+        OBJ_RELEASE(obj);
+        free(l);
+        l = next;
+    }
+}
+
 /* Wait mode: sleep in the kernel until the main worker has an event or
  * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
  * queued because it is blocked (an AM waiting for another origin's handler
@@ -295,6 +335,7 @@ void ompi_osc_ucxx_progress_stop(void)
         pthread_join(OSC_UCXX.progress_tid, NULL);
         OSC_UCXX.progress_running = false;
     }
+    obj_later_release();
     if (OSC_UCXX.progress_efd >= 0) {
         close(OSC_UCXX.progress_efd);
         close(OSC_UCXX.progress_wake_fd);
@@ -330,6 +371,9 @@ int ompi_osc_ucxx_progress(void)
     }
     if (OPAL_UNLIKELY(0 != ompi_osc_ucxx_pongs_due)) {
         ompi_osc_ucxx_quiesce_serve();
+    }
+    if (OPAL_UNLIKELY(NULL != later_list) && !on_progress_thread()) {
+        obj_later_release();
     }
     if (NULL == self) {
         tls = &ompi_osc_ucxx_tls;

@@ -34,7 +34,10 @@
  * MPI_THREAD_MULTIPLE, and also at any thread level when our progress
  * thread runs (it handles active messages while the application is in MPI).
  * Open MPI's OPAL_THREAD_* macros do nothing below MPI_THREAD_MULTIPLE, so
- * the component uses its own, which follow OSC_UCXX.mt.
+ * the component uses its own, which follow OSC_UCXX.mt.  Its object
+ * reference counts (OBJ_RETAIN, OBJ_RELEASE) are plain there too: the
+ * progress thread leaves every count the application's threads may change
+ * to them (ompi_osc_ucxx_obj_release).
  */
 
 #ifndef OMPI_OSC_UCXX_TYPES_H

@@ -245,11 +245,11 @@ static void am_finish(uam_am_t *am)
     if (NULL != (reg = ompi_osc_ucxx_uam_reg_by_index(module->uam, am->index))) {
         ompi_osc_ucxx_add32(&reg->pending, -1);   /* (deregister checks it) */
     }
-    OBJ_RELEASE(am->a.in_dt);
-    OBJ_RELEASE(am->a.out_dt);
-    OBJ_RELEASE(am->a.tin_dt);
-    OBJ_RELEASE(am->a.tout_dt);
-    OBJ_RELEASE(am->a.p_dt);
+    ompi_osc_ucxx_dt_release(am->a.in_dt);
+    ompi_osc_ucxx_dt_release(am->a.out_dt);
+    ompi_osc_ucxx_dt_release(am->a.tin_dt);
+    ompi_osc_ucxx_dt_release(am->a.tout_dt);
+    ompi_osc_ucxx_dt_release(am->a.p_dt);
     opal_atomic_wmb();   /* outputs before the count flushes wait on */
     if (NULL != am->req) ompi_osc_ucxx_request_op_done(am->req);
     ompi_osc_ucxx_add32(&module->am_outstanding, -1);
@@ -395,11 +395,11 @@ static int issue_message(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_uam_t *uam, u
     am->tg = tg;
     am->target = a->target;
     am->a = *a;
-    OBJ_RETAIN(a->in_dt);
-    OBJ_RETAIN(a->out_dt);
-    OBJ_RETAIN(a->tin_dt);
-    OBJ_RETAIN(a->tout_dt);
-    OBJ_RETAIN(a->p_dt);
+    ompi_osc_ucxx_dt_retain(a->in_dt);
+    ompi_osc_ucxx_dt_retain(a->out_dt);
+    ompi_osc_ucxx_dt_retain(a->tin_dt);
+    ompi_osc_ucxx_dt_retain(a->tout_dt);
+    ompi_osc_ucxx_dt_retain(a->p_dt);
     am->n = n;
     am->m = m;
     am->index = reg->index;

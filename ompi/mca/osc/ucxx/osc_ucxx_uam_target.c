@@ -27,6 +27,7 @@
 
 #include "osc_ucxx_uam_internal.h"
 #include "osc_ucxx_dynamic.h"
+#include "osc_ucxx_dt.h"
 
 /* A chunk's bytes are here (callback or drain): stage the input, queue the
  * run with its header and description. */
@@ -121,9 +122,7 @@ void ompi_osc_ucxx_uam_exec_free(uam_org_t *org, uam_exec_t *ex)
     *pp = ex->next;
     ompi_datatype_t *types[3] = {ex->tin, ex->tout, ex->pdt};
     for (int i = 0; i < 3; ++i) {
-        if (NULL != types[i] && !ompi_datatype_is_predefined(types[i])) {
-            OBJ_RELEASE(types[i]);
-        }
+        if (NULL != types[i]) ompi_osc_ucxx_dt_release(types[i]);
     }
     free(ex);
 }
