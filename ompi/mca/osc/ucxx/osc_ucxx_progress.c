@@ -122,11 +122,16 @@ typedef struct obj_later {
 } obj_later_t;
 static obj_later_t *later_list = NULL;   /* pushed by the thread, taken whole */
 
+bool ompi_osc_ucxx_objects_ours(void)
+{
+    return opal_using_threads() || !on_progress_thread();
+}
+
 void ompi_osc_ucxx_obj_release(opal_object_t *obj)
 {
     obj_later_t *l;
 
-    if (opal_using_threads() || !on_progress_thread()) {
+    if (ompi_osc_ucxx_objects_ours()) {
         OBJ_RELEASE(obj);
         return;
     }

@@ -411,7 +411,11 @@ static int issue_message(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_uam_t *uam, u
     am->flags = (OSC_UCXX_AM_OP_AMV == reg->kind ? F_AMV : 0) |
                 (uam->concurrent ? F_CONCURRENT : 0) |
                 (view->am_order & OSC_UCXX_AM_ORDER_SAMEAM ? F_SAMEAM : 0) |
-                (view->am_order ? F_ORDERED : 0);
+                (view->am_order ? F_ORDERED : 0) |
+                (ompi_datatype_is_predefined(a->tin_dt) && ompi_datatype_is_predefined(a->tout_dt) &&
+                         ompi_datatype_is_predefined(a->p_dt)
+                     ? 0
+                     : F_DERIVED);
     if (NULL != req) ompi_osc_ucxx_request_more(req);
     ompi_osc_ucxx_add32(&reg->pending, 1);
     ompi_osc_ucxx_add32(&module->am_outstanding, 1);

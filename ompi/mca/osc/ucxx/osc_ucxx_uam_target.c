@@ -223,6 +223,9 @@ int ompi_osc_ucxx_uam_run_chunk(ompi_osc_ucxx_module_t *module, int from, uam_wo
     }
     if (NULL == ex) {
         if (!(d->flags & F_DESC)) return OMPI_ERR_WOULD_BLOCK;   /* first chunk not in yet */
+        if ((d->flags & F_DERIVED) && !ompi_osc_ucxx_objects_ours()) {
+            return OMPI_ERR_WOULD_BLOCK;   /* its types are built by the application's thread */
+        }
         ex = exec_new(module, org, from, d, desc);
         if (NULL == ex) return OMPI_ERR_WOULD_BLOCK;
     }

@@ -182,11 +182,14 @@ void ompi_osc_ucxx_progress_unhold(void);
 extern volatile int32_t ompi_osc_ucxx_deferred;
 extern int (*ompi_osc_ucxx_drain_hook)(void);
 void ompi_osc_ucxx_progress_drain(int (*drain)(void));
-/* OBJ_RELEASE from wherever a UCX callback may run: on the progress thread
- * below MPI_THREAD_MULTIPLE the release is left to the next application
- * thread that progresses (Open MPI counts references without atomics
- * there, and the application's own OBJ_RETAINs of the same object would
- * race with it). */
+/* May the calling thread change Open MPI objects the application's threads
+ * share (reference counts, datatypes, the f2c tables)?  Not our progress
+ * thread below MPI_THREAD_MULTIPLE: Open MPI takes no lock and no atomic
+ * for them there. */
+bool ompi_osc_ucxx_objects_ours(void);
+/* OBJ_RELEASE from wherever a UCX callback may run: where the caller may
+ * not (above), the release is left to the next application thread that
+ * progresses. */
 void ompi_osc_ucxx_obj_release(opal_object_t *obj);
 static inline bool ompi_osc_ucxx_deferred_pending(void)
 {
