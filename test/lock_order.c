@@ -3,7 +3,8 @@
  * ascending rank order (the order that keeps nested locks free of
  * deadlock), then works on them in the middle of the epoch in ways that
  * make the lock be taken there: request-based puts (never carried in a
- * lazy lock request) in ascending and descending target order, flushes in
+ * lazy lock request) in ascending, descending and rotated target order
+ * (each rank starting at the next rank up), flushes in
  * descending order after carried puts, one issued put after carried ones,
  * and exclusive and shared locks mixed.  Across hosts some targets are on
  * the node (locked by CPU atomic in MPI_Win_lock) and some off it (locked
@@ -21,8 +22,10 @@
 #include <signal.h>
 
 #define ROUNDS 6
-enum { P_RPUT_UP, P_RPUT_DOWN, P_FLUSH_DOWN, P_CARRIED_THEN_RPUT, P_MIXED, NPAT };
+enum { P_RPUT_UP, P_RPUT_DOWN, P_RPUT_ROTATED, P_FLUSH_DOWN, P_CARRIED_THEN_RPUT, P_MIXED,
+       NPAT };
 static const char *pat_names[] = { "rput ascending", "rput descending",
+                                   "rput from the next rank up, wrapping",
                                    "flush descending", "carried puts, then an rput",
                                    "exclusive and shared mixed" };
 
@@ -72,6 +75,9 @@ static void epoch(tu_win_t *w, int round, int pat, int *enter, int *leave)
         break;
     case P_RPUT_DOWN:
         for (int t = nprocs - 1; t >= 0; t--) if (t != rank) put_slot(w, t, &v, 1);
+        break;
+    case P_RPUT_ROTATED:   /* (every rank in another order than its locks') */
+        for (int i = 1; i < nprocs; i++) put_slot(w, (rank + i) % nprocs, &v, 1);
         break;
     case P_FLUSH_DOWN:
         for (int t = 0; t < nprocs; t++) if (t != rank) put_slot(w, t, &v, 0);
