@@ -54,6 +54,11 @@
  * Under MPI_THREAD_MULTIPLE threads may share an epoch: the request goes
  * in MPI_Win_lock itself (one round trip) and operations issue at once.
  *
+ * Several locks held at once are taken in the order of their MPI_Win_lock
+ * calls (grant_earlier): a lock that will be held while this process waits
+ * (a request without its release, a word on the node) first waits for the
+ * grants of the lazy locks opened before it.
+ *
  * Errors: an operation's error that the origin can see (range, type, op)
  * is returned by its own call as in any epoch; one the target finds (a
  * dynamic window's range) comes in an answer: MPI_Win_unlock returns it
@@ -426,6 +431,36 @@ static int send_tracked(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worke
     return rc;
 }
 
+static int go(ompi_osc_ucxx_lazy_t *rec);
+
+/* Locks held together are taken in the order MPI_Win_lock asked for them,
+ * so that programs that lock in one order everywhere cannot deadlock: a
+ * lock this process will hold while it waits for others (a request
+ * without its release, a word taken by CPU atomic or queued for) first
+ * waits for the grants of every lazy lock opened before it (`rec`; NULL:
+ * every one open), oldest first.  Otherwise a lock on a peer on the node,
+ * taken in MPI_Win_lock, or a later lazy lock whose user active message
+ * cannot be carried, is held while an earlier one is requested, and two
+ * processes that each hold what the other requests wait for ever.  A
+ * request that carries its release holds nothing while it waits.
+ * (lock_all takes shared locks in no order the program gave.) */
+static int grant_earlier(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lazy_t *rec)
+{
+    int rc = OMPI_SUCCESS;
+
+    if (OSC_UCXX_EPOCH_LOCK_ALL == module->access->kind) return OMPI_SUCCESS;
+    for (;;) {
+        ompi_osc_ucxx_lazy_t *p, *oldest = NULL;
+        /* (lazy_open: newest first) */
+        for (p = NULL != rec ? rec->next : module->lazy_open; NULL != p; p = p->next) {
+            if (!(p->requested && p->grant_in)) oldest = p;
+        }
+        if (NULL == oldest) return rc;
+        int r = go(oldest);   /* (leaves lazy_open) */
+        if (OMPI_SUCCESS == rc) rc = r;
+    }
+}
+
 /* The batch being built goes: the first with the lock request, the others
  * behind it; its answer is taken later.  Sent ahead of the grant, it waits
  * at the target: past the limit for this target, the grant first. */
@@ -434,6 +469,10 @@ static int send_batch(ompi_osc_ucxx_lazy_t *rec, uint32_t flags)
     ompi_osc_ucxx_peer_t *peer = &rec->module->peers[rec->target];
     int rc;
 
+    if (!rec->requested && !(flags & OSC_UCXX_LQ_RELEASE) &&
+        OMPI_SUCCESS != (rc = grant_earlier(rec->module, rec))) {
+        return rc;
+    }
     if (rec->requested && !rec->grant_in) {
         int limit = (peer->lq_hint & OSC_UCXX_HINT_WAITED) ? 0 : OSC_UCXX_AHEAD;
         if (rec->ahead >= limit && NULL != rec->sent) {
@@ -510,7 +549,8 @@ static int lock_by_message(ompi_osc_ucxx_module_t *module, int target, int type)
 
     if (NULL == rec) return OMPI_ERR_OUT_OF_RESOURCE;
     if (OSC_UCXX.enable_mpi_threads || NULL != ompi_osc_ucxx_direct(module, target)) {
-        rc = send_wait(rec, ompi_osc_ucxx_worker_self(), OSC_UCXX_LQ_LOCK);
+        rc = grant_earlier(module, NULL);
+        if (OMPI_SUCCESS == rc) rc = send_wait(rec, ompi_osc_ucxx_worker_self(), OSC_UCXX_LQ_LOCK);
         if (OMPI_SUCCESS != rc) {
             record_free(rec);
             return rc;
@@ -529,9 +569,12 @@ static int lock_by_message(ompi_osc_ucxx_module_t *module, int target, int type)
  * lock_all's first access to a target). */
 static int managed_lock(ompi_osc_ucxx_module_t *module, int target, int type)
 {
+    int rc;
+
     if (NULL == ompi_osc_ucxx_direct_state(module, target)) {
         return lock_by_message(module, target, type);
     }
+    if (OMPI_SUCCESS != (rc = grant_earlier(module, NULL))) return rc;
     if (ompi_osc_ucxx_state_tm_take(module, target, type, false)) {
         return OMPI_SUCCESS;
     }
