@@ -501,8 +501,15 @@ static void read_am_keys(ompi_osc_ucxx_module_t *module, struct opal_info_t *inf
  * space exists, which fills /dev/shm and takes the OOM killer first. */
 static bool machine_can_hold(size_t len)
 {
+    /* The memory alone, read once: a length within it needs no sysinfo,
+     * a system call that walks every block device under a kernel lock on
+     * each window creation.  Threads racing here store the same value. */
+    static size_t ram_cached;
     struct sysinfo si;
+
+    if (len <= __atomic_load_n(&ram_cached, __ATOMIC_RELAXED)) return true;
     if (0 != sysinfo(&si)) return true;  /* cannot tell: let UCX decide */
+    __atomic_store_n(&ram_cached, (size_t) si.totalram * si.mem_unit, __ATOMIC_RELAXED);
     return len / si.mem_unit <= (size_t) si.totalram + si.totalswap;
 }
 
