@@ -233,6 +233,15 @@ static bool progress_wait_setup(void)
         OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
         return false;
     }
+    if (OSC_UCXX.test_busy_fd) {
+        /* (a test hook, OSC_UCXX_TEST_TUNE busy_fd=1: a descriptor that is
+         * always ready, as UCX's is while a TCP endpoint waits for its
+         * peer's ack; never read) */
+        OSC_UCXX.progress_busy_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (OSC_UCXX.progress_busy_fd >= 0) {
+            (void) epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, OSC_UCXX.progress_busy_fd, &ev);
+        }
+    }
     return true;
 }
 
@@ -340,6 +349,10 @@ void ompi_osc_ucxx_progress_stop(void)
         close(OSC_UCXX.progress_efd);
         close(OSC_UCXX.progress_wake_fd);
         OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
+    }
+    if (OSC_UCXX.progress_busy_fd >= 0) {
+        close(OSC_UCXX.progress_busy_fd);
+        OSC_UCXX.progress_busy_fd = -1;
     }
     if (OSC_UCXX.progress_registered) {
         opal_progress_unregister(ompi_osc_ucxx_progress);
