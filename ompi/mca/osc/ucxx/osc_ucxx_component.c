@@ -74,6 +74,7 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .progress_interval_us = 20,
     .progress_efd = -1,
     .progress_wake_fd = -1,
+    .progress_busy_fd = -1,
 };
 
 /* One MCA parameter: its default is what *storage holds already. */
@@ -119,6 +120,7 @@ static const tunable_t tunables[] = {
     {"peer_cap", 'i', &OSC_UCXX.peer_cap},
     {"progress_wait", 'b', &OSC_UCXX.progress_wait},       /* 0: the thread polls */
     {"progress_interval", 'i', &OSC_UCXX.progress_interval_us},  /* ... napping this long */
+    {"busy_fd", 'b', &OSC_UCXX.test_busy_fd},  /* its wait also on an always-ready fd */
     {"device_atomics", 'b', &OSC_UCXX.test_device_atomics},  /* as if UCX had a device's */
 };
 

@@ -30,6 +30,7 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
@@ -156,6 +157,53 @@ static void obj_later_release(void)
     }
 }
 
+/* Waking for nothing: UCX's event fd may stay readable while progress
+ * finds nothing to do (a TCP endpoint waiting for its peer's connection
+ * ack asks to write, and its writable socket reports so at once, every
+ * time), and a thread that went back to the fd at once spun on a core that
+ * the peer it waits for may need.  After wakes that found nothing the
+ * thread sleeps on its own eventfd alone, BACKOFF_MIN_NS doubling up to
+ * NAP_MAX_NS (the bound on how late it serves a peer, as for its naps),
+ * before it looks at UCX's fd again; a wake that finds work ends it. */
+#define BACKOFF_MIN_NS 20000L
+
+/* Sleep until someone wakes the thread (deferred work, a stop or a hold:
+ * ompi_osc_ucxx_progress_wake) and, with `ucx`, until the main worker
+ * (armed) has an event or 100 ms pass; without, until `pause` passes.
+ * True if an event on the epoll set woke it. */
+static bool progress_sleep(bool ucx, const struct timespec *pause)
+{
+    struct pollfd own = {.fd = OSC_UCXX.progress_wake_fd, .events = POLLIN};
+    struct epoll_event ev;
+    bool woke = false;
+    uint64_t junk;
+
+    OSC_UCXX.progress_sleeping = 1;
+    opal_atomic_mb();
+    if (!ompi_osc_ucxx_deferred_pending() && !OSC_UCXX.progress_stop &&
+        HOLD_RUN == OSC_UCXX.progress_hold) {
+        if (ucx) {
+            woke = epoll_wait(OSC_UCXX.progress_efd, &ev, 1, 100) > 0;
+        } else {
+            (void) ppoll(&own, 1, pause, NULL);
+        }
+    }
+    OSC_UCXX.progress_sleeping = 0;
+    while (read(OSC_UCXX.progress_wake_fd, &junk, sizeof(junk)) > 0) {
+    }
+    return woke;
+}
+
+/* The backoff after `idle` wakes in a row that found nothing. */
+static void progress_backoff(int idle)
+{
+    struct timespec pause = {0, BACKOFF_MIN_NS};
+
+    while (--idle > 0 && pause.tv_nsec < NAP_MAX_NS) pause.tv_nsec *= 2;
+    if (pause.tv_nsec > NAP_MAX_NS) pause.tv_nsec = NAP_MAX_NS;
+    (void) progress_sleep(false, &pause);
+}
+
 /* Wait mode: sleep in the kernel until the main worker has an event or
  * someone deferred work (ompi_osc_ucxx_progress_wake).  Work that stays
  * queued because it is blocked (an AM waiting for another origin's handler
@@ -165,12 +213,10 @@ static void progress_wait_loop(void)
 {
     struct timespec pause = {0, 1000L * (OSC_UCXX.progress_interval_us > 0
                                              ? OSC_UCXX.progress_interval_us : 20)};
-    struct epoll_event ev;
-    uint64_t junk;
-
     struct timespec nap = {0, NAP_MIN_NS};
     uint32_t polls = OSC_UCXX.app_polls - 1;
-    int quiet = 0;
+    int quiet = 0, idle = 0;   /* idle: wakes in a row that found nothing yet */
+    bool found = false, backed_off = false;
 
     while (!OSC_UCXX.progress_stop) {
         park_if_asked();
@@ -189,22 +235,24 @@ static void progress_wait_loop(void)
         nap.tv_nsec = NAP_MIN_NS;
         int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
         n += ompi_osc_ucxx_deferred_drain();
+        found = found || 0 != n;
         if (0 != n || ompi_osc_ucxx_deferred_pending() || ++quiet < 5) {
             if (0 == n) nanosleep(&pause, NULL);
             continue;
         }
+        if (found) idle = 0;
+        found = false;
+        if (idle > 0 && !backed_off) {
+            backed_off = true;
+            progress_backoff(idle);
+            continue;
+        }
+        backed_off = false;
         if (UCS_OK != ucp_worker_arm(OSC_UCXX.main_worker->ucp)) {
-            continue;  /* UCS_ERR_BUSY: events arrived meanwhile */
+            idle += idle < 16;   /* UCS_ERR_BUSY: events arrived meanwhile */
+            continue;
         }
-        OSC_UCXX.progress_sleeping = 1;
-        opal_atomic_mb();
-        if (!ompi_osc_ucxx_deferred_pending() && !OSC_UCXX.progress_stop &&
-            HOLD_RUN == OSC_UCXX.progress_hold) {
-            (void) epoll_wait(OSC_UCXX.progress_efd, &ev, 1, 100);
-        }
-        OSC_UCXX.progress_sleeping = 0;
-        while (read(OSC_UCXX.progress_wake_fd, &junk, sizeof(junk)) > 0) {
-        }
+        idle = progress_sleep(true, NULL) ? idle + (idle < 16) : 0;
     }
 }
 
@@ -237,6 +285,15 @@ static bool progress_wait_setup(void)
         if (OSC_UCXX.progress_wake_fd >= 0) close(OSC_UCXX.progress_wake_fd);
         OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
         return false;
+    }
+    if (OSC_UCXX.test_busy_fd) {
+        /* (a test hook, OSC_UCXX_TEST_TUNE busy_fd=1: a descriptor that is
+         * always ready, as UCX's is while a TCP endpoint waits for its
+         * peer's ack; never read) */
+        OSC_UCXX.progress_busy_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (OSC_UCXX.progress_busy_fd >= 0) {
+            (void) epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, OSC_UCXX.progress_busy_fd, &ev);
+        }
     }
     return true;
 }
@@ -345,6 +402,10 @@ void ompi_osc_ucxx_progress_stop(void)
         close(OSC_UCXX.progress_efd);
         close(OSC_UCXX.progress_wake_fd);
         OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
+    }
+    if (OSC_UCXX.progress_busy_fd >= 0) {
+        close(OSC_UCXX.progress_busy_fd);
+        OSC_UCXX.progress_busy_fd = -1;
     }
     if (OSC_UCXX.progress_registered) {
         opal_progress_unregister(ompi_osc_ucxx_progress);

@@ -131,6 +131,8 @@ typedef struct ompi_osc_ucxx_component_t {
     bool am_exclusive_detect; /* exclusive-lock holders reserve the whole user buffer */
     int progress_efd;         /* wait mode: the epoll set of the main worker and wake_fd */
     int progress_wake_fd;     /* eventfd: work was deferred for the waiting thread */
+    int progress_busy_fd;     /* ... and one always ready (a test hook: test_busy_fd) */
+    bool test_busy_fd;
     volatile int32_t progress_sleeping;
     volatile int32_t progress_hold;  /* parked on request (osc_ucxx_progress.c) */
     volatile uint32_t app_polls;  /* progress calls by application threads */
