@@ -169,7 +169,8 @@ static void obj_later_release(void)
 
 /* Sleep until someone wakes the thread (deferred work, a stop or a hold:
  * ompi_osc_ucxx_progress_wake) and, with `ucx`, until the main worker
- * (armed) has an event or 100 ms pass; without, until `pause` passes.
+ * (armed) has an event or the safety timeout passes; without, until
+ * `pause` passes.
  * True if an event on the epoll set woke it. */
 static bool progress_sleep(bool ucx, const struct timespec *pause)
 {
