@@ -112,11 +112,10 @@ void ompi_osc_ucxx_progress_unhold(void)
     OSC_UCXX.progress_hold = HOLD_RUN;
 }
 
-/* References the progress thread drops: below MPI_THREAD_MULTIPLE they are
- * dropped by the next application thread that progresses.  (A UCX callback
- * on the thread that released the predefined type an accumulate kept raced
- * with the application's own retains of it: the count fell to zero, and
- * Open MPI freed a static object.) */
+/* References the progress thread drops: below MPI_THREAD_MULTIPLE Open
+ * MPI changes reference counts without atomics, so a release here would
+ * race with the application's own retains of the same object; the next
+ * application thread that progresses releases them instead. */
 typedef struct obj_later {
     struct obj_later *next;
     opal_object_t *obj;

@@ -182,7 +182,8 @@ static inline void ompi_osc_ucxx_space_take(uam_space_t *s, size_t off, size_t l
 #define F_CONCURRENT 0x04   /* MPIX_MODE_CONCURRENT_AM */
 #define F_SAMEAM     0x08   /* chunks of the AM run in order */
 #define F_SKIP       0x10   /* the origin gave up on these segments: count, don't run */
-#define F_DERIVED    0x20   /* a target type is derived: built where objects_ours */
+#define F_DERIVED    0x20   /* a target type is derived: the target builds it only
+                             * on a thread that may (ompi_osc_ucxx_objects_ours) */
 #define F_ORDERED    0x80   /* (origin only) no later AM may pass it */
 
 #define W_NONE  0

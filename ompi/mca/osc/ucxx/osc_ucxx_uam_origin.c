@@ -385,6 +385,9 @@ static int issue_message(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_uam_t *uam, u
     ompi_osc_ucxx_module_t *module = view->core;
     uam_tgt_t *tg = tgt_get(module, uam, a->target);
     uam_am_t *am = OBJ_NEW(uam_am_t);
+    bool derived = !ompi_datatype_is_predefined(a->tin_dt) ||
+                   !ompi_datatype_is_predefined(a->tout_dt) ||
+                   !ompi_datatype_is_predefined(a->p_dt);
 
     if (NULL == tg || NULL == am) {
         if (NULL != am) OBJ_RELEASE(am);
@@ -411,11 +414,7 @@ static int issue_message(ompi_osc_ucxx_view_t *view, ompi_osc_ucxx_uam_t *uam, u
     am->flags = (OSC_UCXX_AM_OP_AMV == reg->kind ? F_AMV : 0) |
                 (uam->concurrent ? F_CONCURRENT : 0) |
                 (view->am_order & OSC_UCXX_AM_ORDER_SAMEAM ? F_SAMEAM : 0) |
-                (view->am_order ? F_ORDERED : 0) |
-                (ompi_datatype_is_predefined(a->tin_dt) && ompi_datatype_is_predefined(a->tout_dt) &&
-                         ompi_datatype_is_predefined(a->p_dt)
-                     ? 0
-                     : F_DERIVED);
+                (view->am_order ? F_ORDERED : 0) | (derived ? F_DERIVED : 0);
     if (NULL != req) ompi_osc_ucxx_request_more(req);
     ompi_osc_ucxx_add32(&reg->pending, 1);
     ompi_osc_ucxx_add32(&module->am_outstanding, 1);
