@@ -61,6 +61,13 @@ OBJ_CLASS_DECLARATION(ompi_osc_ucxx_epoch_t);
  * post), or OMPI_ERR_RMA_SYNC. */
 int ompi_osc_ucxx_epoch_open_target(ompi_osc_ucxx_module_t *module, int target);
 
+/* Does opening a target take its lock word (lock_all without NOCHECK)? */
+static inline bool ompi_osc_ucxx_epoch_locks_on_open(const ompi_osc_ucxx_module_t *module)
+{
+    return OSC_UCXX_EPOCH_LOCK_ALL == module->access->kind &&
+           !(module->access->assert & MPI_MODE_NOCHECK);
+}
+
 /* May this process access `target` now?  One load in steady state. */
 static inline int ompi_osc_ucxx_epoch_check(ompi_osc_ucxx_module_t *module, int target)
 {

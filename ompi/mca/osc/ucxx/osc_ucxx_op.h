@@ -164,20 +164,26 @@ ompi_osc_ucxx_mapped_access(ompi_osc_ucxx_view_t *view, bool whole, int target, 
         return NULL;
     }
     peer = &module->peers[target];
-    /* The target opens here too (first access in a lock_all or fence
-     * epoch): through the general path, the opening thread would also take
-     * a UCX worker, which a mapped copy never needs (creating one costs
-     * milliseconds: RMA-MT's epochs each paid it once, in whichever thread
-     * opened them, until every thread had one). */
-    if (OPAL_UNLIKELY(!(peer->access & OSC_UCXX_TGT_READY)) &&
-        OMPI_SUCCESS != ompi_osc_ucxx_epoch_open_target(module, target)) {
-        return NULL;  /* (the general path reports it) */
-    }
     *size = dt->super.size * (size_t) count;
     if (__builtin_mul_overflow((uint64_t) disp, (uint64_t) ompi_osc_ucxx_peer_disp(module, target),
                                &offset) ||
         0 == *size) {
-        return NULL;
+        return NULL;  /* (the general path reports it) */
+    }
+    /* The target opens here too (first access in a lock_all or fence
+     * epoch): through the general path, the opening thread would also take
+     * a UCX worker, which a mapped copy never needs (creating one costs
+     * milliseconds: RMA-MT's epochs each paid it once, in whichever thread
+     * opened them, until every thread had one).  A lock_all's first access
+     * to the peer on this window maps it knowing which bytes the lock and
+     * the access touch. */
+    if (OPAL_UNLIKELY(!(peer->access & OSC_UCXX_TGT_READY))) {
+        if (!peer->resolved && ompi_osc_ucxx_epoch_locks_on_open(module)) {
+            ompi_osc_ucxx_peer_resolve_locked(module, target, offset);
+        }
+        if (OMPI_SUCCESS != ompi_osc_ucxx_epoch_open_target(module, target)) {
+            return NULL;
+        }
     }
     peer_size = ompi_osc_ucxx_peer_size(module, target);
     if (NULL == ompi_osc_ucxx_direct(module, target) || offset > peer_size ||

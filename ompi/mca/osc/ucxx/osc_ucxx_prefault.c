@@ -18,6 +18,13 @@
  * and the stores fault no more (the write kind dirties page by page, which
  * was slower).  Only peers' memory is populated: our own may be private,
  * where a read populate would map the zero page under the stores.
+ *
+ * The first access of a lock_all epoch to a peer whose memory it has just
+ * mapped touches two pages of it, the target's lock word and the bytes
+ * accessed, which the window arena puts next to each other
+ * (osc_ucxx_memory.c): one call populates both, which costs less than two
+ * faults.  The write kind there: a read populate also maps the pages
+ * around (fault-around), which the program may never touch.
  */
 
 #include "ompi_config.h"
@@ -25,6 +32,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "opal/util/sys_limits.h"
 
@@ -32,6 +41,9 @@
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  /* Linux 5.14 */
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
 #endif
 
 #define PREFAULT_SHIFT 21      /* 2 MiB chunks */
@@ -79,3 +91,16 @@ void ompi_osc_ucxx_prefault_chunks(char *base, uint64_t *bits, uint64_t off, siz
     }
 }
 
+bool ompi_osc_ucxx_prefault_pair(const void *a, const void *b)
+{
+    uintptr_t page = (uintptr_t) opal_getpagesize();
+    uintptr_t pa = (uintptr_t) a & ~(page - 1), pb = (uintptr_t) b & ~(page - 1);
+    uintptr_t lo = pa < pb ? pa : pb, hi = (pa < pb ? pb : pa) + page;
+
+    if (prefault_refused || hi - lo > 2 * page) return false;
+    /* The system call itself: UCX's memory hooks intercept madvise() for
+     * the advice that gives pages back, and populating gives none back.
+     * (An error leaves the pages to fault as they would have: EINVAL, a
+     * kernel without it; EFAULT, a page the owner punched out.) */
+    return 0 == syscall(SYS_madvise, (void *) lo, hi - lo, MADV_POPULATE_WRITE);
+}

@@ -247,7 +247,10 @@ bool ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_pmap_req_t *r
     ompi_osc_ucxx_segid_t id;
     bool check;
 
-    for (i = 0; i < n; ++i) req[i].map = NULL;
+    for (i = 0; i < n; ++i) {
+        req[i].map = NULL;
+        req[i].made = false;
+    }
     if (n > OSC_UCXX_PTAB_MAP_MAX || !ompi_osc_ucxx_ptab_identity(e, &id)) return false;
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
     for (i = 0; i < n; ++i) {
@@ -282,6 +285,7 @@ bool ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_pmap_req_t *r
         m->next = e->maps;
         e->maps = m;
         req[at[i]].map = m;
+        req[at[i]].made = true;
         OSC_UCXX_VERBOSE(20, "peer pid %d: [%#" PRIx64 ", %#" PRIx64 ") of its memory mapped "
                          "at %p", (int) id.pid, m->off, m->off + m->len, (void *) m->addr);
     }

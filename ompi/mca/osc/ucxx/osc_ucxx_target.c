@@ -448,7 +448,8 @@ static bool state_by_data(uint64_t state, uint64_t data, size_t len)
  * at once, with one mapping where they are near (a state page of its
  * window arena), else with two (one open of the peer's file), or neither
  * (its memory by UCX, its state by loads, is no path). */
-static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_pent_t *e)
+static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_pent_t *e,
+                     uint64_t touch)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     uint64_t data_off = peer_data_off(module, target);
@@ -471,6 +472,10 @@ static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_p
         peer->direct_state = (ompi_osc_ucxx_state_t *) (both.addr + (state_off - lo));
         peer->direct_data = both.addr + (data_off - lo);
         peer->maps[0] = both.map;
+        if (both.made && touch < len) {
+            (void) ompi_osc_ucxx_prefault_pair((void *) &peer->direct_state->lock,
+                                               peer->direct_data + touch);
+        }
         return;
     }
     if (!ompi_osc_ucxx_ptab_map(e, req, n)) return;
@@ -485,7 +490,9 @@ static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_p
     }
 }
 
-void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
+/* `touch`: the offset in the peer's window of a first access that takes
+ * the target's lock word too (UINT64_MAX: none known) */
+static void resolve(ompi_osc_ucxx_module_t *module, int target, uint64_t touch)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     ompi_osc_ucxx_pent_t *e = NULL;
@@ -498,7 +505,7 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
         peer->direct_data = module->base;
         peer->direct_state = module->state;
     } else if (mappable(module, target) && NULL != (e = peer_ent(module, target))) {
-        map_peer(module, target, e);
+        map_peer(module, target, e, touch);
         peer->loads_fault = NULL != peer->direct_data;
         if (NULL == peer->direct_data) {
             peer->cma = user_memory_cma(module, target, e);
@@ -518,6 +525,17 @@ void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int targe
 out:
     OSC_UCXX_UNLOCK(&module->setup_lock);
     if (NULL != e) ompi_osc_ucxx_ptab_trim(e);
+}
+
+void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
+{
+    resolve(module, target, UINT64_MAX);
+}
+
+void ompi_osc_ucxx_peer_resolve_locked(ompi_osc_ucxx_module_t *module, int target,
+                                       uint64_t offset)
+{
+    resolve(module, target, offset);
 }
 
 /* The page of the peer's post slots that holds ours, where its state is

@@ -111,7 +111,7 @@ void ompi_osc_ucxx_rkeys_drop(ompi_osc_ucxx_worker_t *worker, uint64_t key);
  * map: each request's [off, off + len) of its file mapped here, rounded
  * out to `unit` (OSC_UCXX_SEG_MAP_*), in a mapping held or its own, those
  * made by one open of the file (req->addr: the address of off; unmap gives
- * req->map back), all or none; user_add / user_remove: a window's use of the
+ * req->map back; req->made: its mapping is new), all or none; user_add / user_remove: a window's use of the
  * peer (its rank there), which the hooks ask about (busy: in an epoch)
  * and end (release: the window drops its mappings and links of the peer)
  * when the peer goes; endpoint: a worker made an endpoint to it; trim: over
@@ -126,6 +126,7 @@ typedef struct {
     size_t len;
     char *addr;
     ompi_osc_ucxx_pmap_t *map;
+    bool made;          /* its mapping was made by this call */
 } ompi_osc_ucxx_pmap_req_t;
 bool ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_pmap_req_t *req, int n);
 void ompi_osc_ucxx_ptab_unmap(ompi_osc_ucxx_pmap_t *map);
