@@ -54,10 +54,12 @@
  * Under MPI_THREAD_MULTIPLE threads may share an epoch: the request goes
  * in MPI_Win_lock itself (one round trip) and operations issue at once.
  *
- * Several locks held at once are taken in the order of their MPI_Win_lock
- * calls (grant_earlier): a lock that will be held while this process waits
- * (a request without its release, a word on the node) first waits for the
- * grants of the lazy locks opened before it.
+ * Several locks held at once, on any windows, are taken in the order the
+ * program opened them (grant_earlier, the lock order of osc_ucxx_epoch.h):
+ * a lock that will be held while this process waits (a request without
+ * its release, a word on the node) first waits for the grants of the lazy
+ * locks opened before it, and takes whole the lock_all epochs opened
+ * before it (grant_target).
  *
  * Errors: an operation's error that the origin can see (range, type, op)
  * is returned by its own call as in any epoch; one the target finds (a
@@ -112,6 +114,7 @@ typedef struct lazy_batch {
 
 struct ompi_osc_ucxx_lazy_t {
     ompi_osc_ucxx_lazy_t *next;    /* module->lazy_open (or the spare) */
+    ompi_osc_ucxx_order_t order;   /* an MPI_Win_lock's place in the lock order */
     ompi_osc_ucxx_module_t *module;
     int target;
     int type;                      /* MPI_LOCK_SHARED / EXCLUSIVE */
@@ -152,6 +155,7 @@ static ompi_osc_ucxx_lazy_t *record_new(ompi_osc_ucxx_module_t *module, int targ
     rec->ahead = 0;
     rec->sent = rec->sent_tail = NULL;
     rec->err = OMPI_SUCCESS;
+    memset(&rec->order, 0, sizeof(rec->order));
     return rec;
 }
 
@@ -183,10 +187,18 @@ void ompi_osc_ucxx_lazy_release(ompi_osc_ucxx_module_t *module)
     }
 }
 
+static int order_take(ompi_osc_ucxx_order_t *node);
+
+/* (a lock_all's targets have the epoch's place in the order) */
 static void open_add(ompi_osc_ucxx_lazy_t *rec)
 {
     rec->next = rec->module->lazy_open;
     rec->module->lazy_open = rec;
+    if (OSC_UCXX_EPOCH_LOCK_ALL != rec->module->access->kind) {
+        rec->order.take = order_take;
+        rec->order.owner = rec;
+        ompi_osc_ucxx_order_add(&rec->order);
+    }
 }
 
 static void open_remove(ompi_osc_ucxx_lazy_t *rec)
@@ -195,6 +207,7 @@ static void open_remove(ompi_osc_ucxx_lazy_t *rec)
     while (NULL != *p && *p != rec) p = &(*p)->next;
     if (NULL != *p) *p = rec->next;
     rec->next = NULL;
+    ompi_osc_ucxx_order_remove(&rec->order);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -433,32 +446,29 @@ static int send_tracked(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worke
 
 static int go(ompi_osc_ucxx_lazy_t *rec);
 
-/* Locks held together are taken in the order MPI_Win_lock asked for them,
- * so that programs that lock in one order everywhere cannot deadlock: a
- * lock this process will hold while it waits for others (a request
- * without its release, a word taken by CPU atomic or queued for) first
- * waits for the grants of every lazy lock opened before it (`rec`; NULL:
- * every one open), oldest first.  Otherwise a lock on a peer on the node,
- * taken in MPI_Win_lock, or a later lazy lock whose user active message
- * cannot be carried, is held while an earlier one is requested, and two
- * processes that each hold what the other requests wait for ever.  A
- * request that carries its release holds nothing while it waits.
- * (lock_all takes shared locks in no order the program gave.) */
+/* Locks held together are taken in the order the program opened them
+ * (osc_ucxx_epoch.h), so that programs that lock in one order everywhere
+ * cannot deadlock: a lock this process will hold while it waits for
+ * others (a request without its release, a word taken by CPU atomic or
+ * queued for) first takes every entry of the order opened before it
+ * (`rec`'s, or the lock being taken on `module` now), oldest first: the
+ * grants of earlier lazy locks, whole lock_all epochs.  Otherwise a lock
+ * on a peer on the node, taken in MPI_Win_lock, or a later lazy lock whose
+ * user active message cannot be carried, is held while an earlier one is
+ * requested, and two processes that each hold what the other requests
+ * wait for ever.  A request that carries its release holds nothing while
+ * it waits.  (A lock_all epoch's own shared locks: in no order the program
+ * gave.) */
 static int grant_earlier(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lazy_t *rec)
 {
-    int rc = OMPI_SUCCESS;
+    ompi_osc_ucxx_epoch_t *e = module->access;
 
-    if (OSC_UCXX_EPOCH_LOCK_ALL == module->access->kind) return OMPI_SUCCESS;
-    for (;;) {
-        ompi_osc_ucxx_lazy_t *p, *oldest = NULL;
-        /* (lazy_open: newest first) */
-        for (p = NULL != rec ? rec->next : module->lazy_open; NULL != p; p = p->next) {
-            if (!(p->requested && p->grant_in)) oldest = p;
-        }
-        if (NULL == oldest) return rc;
-        int r = go(oldest);   /* (leaves lazy_open) */
-        if (OMPI_SUCCESS == rc) rc = r;
+    if (NULL == ompi_osc_ucxx_order_head) return OMPI_SUCCESS;
+    if (NULL != rec && rec->order.linked) return ompi_osc_ucxx_order_before(&rec->order);
+    if (OSC_UCXX_EPOCH_LOCK_ALL == e->kind) {
+        return e->order.linked ? ompi_osc_ucxx_order_before(&e->order) : OMPI_SUCCESS;
     }
+    return ompi_osc_ucxx_order_before(NULL);
 }
 
 /* The batch being built goes: the first with the lock request, the others
@@ -502,6 +512,20 @@ static int go(ompi_osc_ucxx_lazy_t *rec)
     open_remove(rec);
     ompi_osc_ucxx_tgt_clear(&rec->module->peers[rec->target], OSC_UCXX_TGT_LAZY);
     return rc;
+}
+
+/* An earlier MPI_Win_lock's turn in the lock order. */
+static int order_take(ompi_osc_ucxx_order_t *node)
+{
+    return go((ompi_osc_ucxx_lazy_t *) node->owner);
+}
+
+/* A target of a lock_all epoch taken whole (osc_ucxx_epoch.c): its lazy
+ * request, if any, goes and is granted. */
+static int grant_target(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    return (peer->access & OSC_UCXX_TGT_LAZY) ? go(peer->lazy) : OMPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -884,4 +908,5 @@ void ompi_osc_ucxx_lazy_init(void)
 {
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_LOCK_REPLY, reply_handler);
     ompi_osc_ucxx_state_managed(managed_lock, managed_unlock);
+    ompi_osc_ucxx_order_granter(grant_target);
 }
