@@ -514,10 +514,24 @@ static int go(ompi_osc_ucxx_lazy_t *rec)
     return rc;
 }
 
-/* An earlier MPI_Win_lock's turn in the lock order. */
+/* A lock's turn in the lock order: the request goes (with what is queued)
+ * and the grant is awaited.  Its operations are still carried after it,
+ * in batches the target applies at once (the lock is ours), so its unlock
+ * still costs one round trip, as an eager lock's would. */
+static int grant(ompi_osc_ucxx_lazy_t *rec)
+{
+    int rc = OMPI_SUCCESS;
+
+    if (rec->nops > 0 || !rec->requested) rc = send_batch(rec, 0);
+    take_answers(rec, true);
+    ompi_osc_ucxx_order_remove(&rec->order);
+    return rc;
+}
+
+/* An earlier MPI_Win_lock's turn. */
 static int order_take(ompi_osc_ucxx_order_t *node)
 {
-    return go((ompi_osc_ucxx_lazy_t *) node->owner);
+    return grant((ompi_osc_ucxx_lazy_t *) node->owner);
 }
 
 /* A target of a lock_all epoch taken whole (osc_ucxx_epoch.c): its lazy
@@ -525,7 +539,8 @@ static int order_take(ompi_osc_ucxx_order_t *node)
 static int grant_target(ompi_osc_ucxx_module_t *module, int target)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
-    return (peer->access & OSC_UCXX_TGT_LAZY) ? go(peer->lazy) : OMPI_SUCCESS;
+    if (!(peer->access & OSC_UCXX_TGT_LAZY) || peer->lazy->grant_in) return OMPI_SUCCESS;
+    return grant(peer->lazy);
 }
 
 /* ------------------------------------------------------------------------- */
