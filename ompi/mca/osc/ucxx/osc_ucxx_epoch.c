@@ -464,10 +464,11 @@ int ompi_osc_ucxx_epoch_take_posts(ompi_osc_ucxx_module_t *module)
  * writer holds or claims their lock (MPI lets lock_all take its shared
  * locks at once or on first use), up to the first one a writer holds or
  * claims (taken on first use, it would come after those held: the order
- * of the last epoch's first uses is kept).  Opened on first use by whichever thread
- * got there first, the target's access word and the epoch's list moved
- * between cores twice per epoch, and the other threads waited for the
- * opener: lock_all's latency grew with the number of threads. */
+ * of the last epoch's first uses is kept).  Opened on first use by
+ * whichever thread got there first, the target's access word and the
+ * epoch's list moved between cores twice per epoch, and the other threads
+ * waited for the opener: lock_all's latency grew with the number of
+ * threads. */
 #define OSC_UCXX_REOPEN_MAX 8
 
 static inline __opal_attribute_always_inline__ void
