@@ -32,6 +32,13 @@
  *                8 B to distinct words + MPI_Win_unlock: short and long epochs
  *   lock_64k, lock_1m  MPI_Win_lock(EXCLUSIVE) + one MPI_Put of 64 KiB
  *                (1 MiB) + MPI_Win_unlock
+ *   nest_put     nested locks: MPI_Win_lock(EXCLUSIVE) on rank 1, then on
+ *                rank 0 itself (a lock held at once on the node), 8 B
+ *                MPI_Put to each, unlock 0, unlock 1: the cost of taking
+ *                the locks in the program's order (docs/synchronization.md)
+ *   nest_all     MPI_Win_lock_all on a second window, then MPI_Win_lock
+ *                (EXCLUSIVE) on rank 0 itself in the main one, 8 B MPI_Put
+ *                to rank 1 through the second window, unlock 0, unlock_all
  *   create_free  window creation + MPI_Win_free of a 4 KiB window of the
  *                flavor, both ranks (dynamic: create_dynamic, attach,
  *                detach, free)
@@ -88,6 +95,7 @@
 #define W_ACC 16        /* lock_acc counter */
 #define W_FOP 17        /* flush_fop counter */
 #define W_CTR 24        /* contention counter */
+#define W_SELF 32       /* nest_*: rank 0's own word */
 #define W_EP 1024       /* lock_epN: words W_EP .. W_EP + EP_WORDS - 1 */
 #define EP_WORDS 1024
 
@@ -95,6 +103,7 @@ typedef enum { K_PASSIVE, K_LOCKALL, K_ACTIVE, K_COLL } kind_t;
 
 typedef struct {
     bench_win_t w;
+    bench_win_t w2;                     /* nest_all's lock_all window */
     int rank, np;
     MPI_Group origin_grp, target_grp;   /* PSCW: {0}, {1} */
     uint64_t val[16], res;
@@ -247,6 +256,28 @@ static void lock_big(ctx_t *c, size_t len)
 static void lock_64k(ctx_t *c) { lock_big(c, 64 * 1024); }
 static void lock_1m(ctx_t *c) { lock_big(c, EP_BIG_MAX); }
 
+static void nest_put(ctx_t *c)
+{
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, c->w.win);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, c->w.win);
+    put8(c, W_PUT);
+    MPI_Put(&c->val[0], 1, MPI_UINT64_T, 0, bench_disp(&c->w, 0, W_SELF * sizeof(uint64_t)), 1,
+            MPI_UINT64_T, c->w.win);
+    MPI_Win_unlock(0, c->w.win);
+    MPI_Win_unlock(1, c->w.win);
+}
+
+static void nest_all(ctx_t *c)
+{
+    MPI_Win_lock_all(0, c->w2.win);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, c->w.win);
+    c->val[1] = c->last_put + 1;   /* (not counted: the check reads the main window) */
+    MPI_Put(&c->val[1], 1, MPI_UINT64_T, 1, bench_disp(&c->w2, 1, 0), 1, MPI_UINT64_T,
+            c->w2.win);
+    MPI_Win_unlock(0, c->w.win);
+    MPI_Win_unlock_all(c->w2.win);
+}
+
 static void create_free(ctx_t *c)
 {
     static char mem[WIN_BYTES];
@@ -281,6 +312,8 @@ static const pattern_t patterns[] = {
     { "pscw_put", K_ACTIVE, pscw_o, pscw_t },
     { "lock_put10", K_PASSIVE, lock_put10, NULL },
     { "create_free", K_COLL, create_free, create_free },
+    { "nest_put", K_PASSIVE, nest_put, NULL },
+    { "nest_all", K_PASSIVE, nest_all, NULL },
     { "lock_ep1", K_PASSIVE, lock_ep1, NULL },
     { "lock_ep10", K_PASSIVE, lock_ep10, NULL },
     { "lock_ep100", K_PASSIVE, lock_ep100, NULL },
@@ -729,6 +762,7 @@ int main(int argc, char **argv)
     }
 
     bench_win_create_or_na(&c.w, MAIN_WIN_BYTES, opt.flavor, MPI_COMM_WORLD);
+    bench_win_create_or_na(&c.w2, WIN_BYTES, opt.flavor, MPI_COMM_WORLD);
     {
         MPI_Group world;
         int zero = 0, one = 1;
@@ -748,6 +782,7 @@ int main(int argc, char **argv)
     else sync_patterns(&c, want, busy);
     MPI_Group_free(&c.origin_grp);
     MPI_Group_free(&c.target_grp);
+    bench_win_free(&c.w2);
     bench_win_free(&c.w);
     MPI_Finalize();
     return 0;

@@ -67,10 +67,12 @@ static void epoch_construct(ompi_osc_ucxx_epoch_t *e)
     e->reopen = 0;
     e->unposted = 0;
     e->cpu_release = false;
+    memset(&e->order, 0, sizeof(e->order));
 }
 
 static void epoch_destruct(ompi_osc_ucxx_epoch_t *e)
 {
+    if (e->order.linked) ompi_osc_ucxx_order_remove(&e->order);
     free(e->targets);
 }
 
@@ -198,6 +200,74 @@ static void wait_post(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, 
 }
 
 /* ------------------------------------------------------------------------- */
+/* Lock order (osc_ucxx_epoch.h) */
+
+ompi_osc_ucxx_order_t *ompi_osc_ucxx_order_head;
+static ompi_osc_ucxx_order_t *order_tail;
+static int (*order_grant)(ompi_osc_ucxx_module_t *module, int target);
+
+void ompi_osc_ucxx_order_granter(int (*grant)(ompi_osc_ucxx_module_t *module, int target))
+{
+    order_grant = grant;
+}
+
+void ompi_osc_ucxx_order_add(ompi_osc_ucxx_order_t *node)
+{
+    node->next = NULL;
+    node->prev = order_tail;
+    if (NULL != order_tail) order_tail->next = node;
+    else ompi_osc_ucxx_order_head = node;
+    order_tail = node;
+    node->linked = true;
+}
+
+void ompi_osc_ucxx_order_remove(ompi_osc_ucxx_order_t *node)
+{
+    if (!node->linked) return;
+    if (NULL != node->prev) node->prev->next = node->next;
+    else ompi_osc_ucxx_order_head = node->next;
+    if (NULL != node->next) node->next->prev = node->prev;
+    else order_tail = node->prev;
+    node->prev = node->next = NULL;
+    node->linked = false;
+}
+
+int ompi_osc_ucxx_order_before(ompi_osc_ucxx_order_t *node)
+{
+    int rc = OMPI_SUCCESS;
+
+    while (NULL != ompi_osc_ucxx_order_head && node != ompi_osc_ucxx_order_head) {
+        ompi_osc_ucxx_order_t *first = ompi_osc_ucxx_order_head;
+        int r = first->take(first);
+        ompi_osc_ucxx_order_remove(first);   /* (taken; failed: not tried again) */
+        if (OMPI_SUCCESS == rc) rc = r;
+    }
+    return rc;
+}
+
+static int open_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, int target);
+
+/* A lock_all epoch opened before a lock that is to be held: every target's
+ * shared lock, as an eager lock_all would have taken them in the call, one
+ * after the other in ascending rank order (requests sent together could be
+ * granted out of that order, and a process taking exclusive locks in it
+ * could hold one of ours while waiting for another we hold). */
+static int take_all(ompi_osc_ucxx_order_t *node)
+{
+    ompi_osc_ucxx_module_t *module = (ompi_osc_ucxx_module_t *) node->owner;
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    int rc = OMPI_SUCCESS;
+
+    for (int t = 0; t < module->size && OMPI_SUCCESS == rc; ++t) {
+        OSC_UCXX_SPIN_LOCK(&e->lock);
+        if (!(module->peers[t].access & OSC_UCXX_TGT_READY)) rc = open_locked(module, e, t);
+        OSC_UCXX_SPIN_UNLOCK(&e->lock);
+        if (OMPI_SUCCESS == rc && NULL != order_grant) rc = order_grant(module, t);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
 /* Opening a target */
 
 /* Wait until `target` has called the fence that opened our epoch. */
@@ -233,6 +303,10 @@ static int open_locked(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e,
     case OSC_UCXX_EPOCH_LOCK_ALL: {
         int32_t held = 0;
         rc = reserve(e, 1);
+        /* (locks by message keep the order where they wait: osc_ucxx_lazy.c) */
+        if (OMPI_SUCCESS == rc && e->order.linked && OSC_UCXX_LOCKS_TARGET != module->lock_kind) {
+            rc = ompi_osc_ucxx_order_before(&e->order);
+        }
         if (OMPI_SUCCESS == rc && !(e->assert & MPI_MODE_NOCHECK)) {
             rc = ompi_osc_ucxx_state_lock(module, target, MPI_LOCK_SHARED);
             held = OSC_UCXX_TGT_HELD;
@@ -338,6 +412,7 @@ static inline __opal_attribute_always_inline__ int end_body(ompi_osc_ucxx_module
         }
     }
     e->reopen = OSC_UCXX_EPOCH_LOCK_ALL == e->kind ? e->count : 0;
+    ompi_osc_ucxx_order_remove(&e->order);
     e->count = 0;
     e->unposted = 0;
     e->ops = false;
@@ -387,10 +462,13 @@ int ompi_osc_ucxx_epoch_take_posts(ompi_osc_ucxx_module_t *module)
  * one opened (most programs use the same ones each time) where that costs
  * one CPU atomic and waits for nobody: their state is mapped here and no
  * writer holds or claims their lock (MPI lets lock_all take its shared
- * locks at once or on first use).  Opened on first use by whichever thread
- * got there first, the target's access word and the epoch's list moved
- * between cores twice per epoch, and the other threads waited for the
- * opener: lock_all's latency grew with the number of threads. */
+ * locks at once or on first use), up to the first one a writer holds or
+ * claims (taken on first use, it would come after those held: the order
+ * of the last epoch's first uses is kept).  Opened on first use by
+ * whichever thread got there first, the target's access word and the
+ * epoch's list moved between cores twice per epoch, and the other threads
+ * waited for the opener: lock_all's latency grew with the number of
+ * threads. */
 #define OSC_UCXX_REOPEN_MAX 8
 
 static inline __opal_attribute_always_inline__ void
@@ -410,7 +488,8 @@ reopen_targets(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e)
             continue;
         }
         if (!(e->assert & MPI_MODE_NOCHECK)) {
-            if (!ompi_osc_ucxx_state_try_shared(module, target, state)) continue;
+            /* (not past it: the later ones would be held before it) */
+            if (!ompi_osc_ucxx_state_try_shared(module, target, state)) break;
             held = OSC_UCXX_TGT_HELD;
             e->cpu_release = true;
         }
@@ -448,7 +527,13 @@ begin_body(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_epoch_t *e, int kind, i
     e->unposted = 0;
     e->cpu_release = false;
     if (OSC_UCXX_EPOCH_LOCK_ALL == kind) {
-        reopen_targets(module, e);
+        /* (holding them now would put them before earlier locks not taken yet) */
+        if (NULL == ompi_osc_ucxx_order_head) reopen_targets(module, e);
+        if (!(assert & MPI_MODE_NOCHECK) && !OSC_UCXX.enable_mpi_threads) {
+            e->order.take = take_all;
+            e->order.owner = module;
+            ompi_osc_ucxx_order_add(&e->order);
+        }
     }
     return OMPI_SUCCESS;
 }

@@ -37,6 +37,33 @@ BEGIN_C_DECLS
                                      * in the request (the general paths check) */
 #define OSC_UCXX_TGT_READY   (OSC_UCXX_TGT_LOCKED | OSC_UCXX_TGT_OPEN)
 
+/* Lock order (docs/synchronization.md, "Lock order").  Locks held at once
+ * are taken in the order the program opened them, over every window, so
+ * that locks taken in one order everywhere cannot deadlock: an entry per
+ * lock opened and not held yet (a lazy MPI_Win_lock request, a lock_all
+ * epoch whose shared locks are not all taken), oldest first.  Before a
+ * process holds a lock while it waits, the entries opened before it are
+ * taken (`take`: hold the lock(s) now), oldest first.  Kept by the
+ * application's thread below MPI_THREAD_MULTIPLE only (under threads no
+ * MPI_Win_lock is lazy, and an order between threads' calls is none). */
+typedef struct ompi_osc_ucxx_order_t ompi_osc_ucxx_order_t;
+struct ompi_osc_ucxx_order_t {
+    ompi_osc_ucxx_order_t *prev, *next;
+    int (*take)(ompi_osc_ucxx_order_t *node);
+    void *owner;              /* the module (lock_all), the lazy record */
+    bool linked;
+};
+extern ompi_osc_ucxx_order_t *ompi_osc_ucxx_order_head;
+
+void ompi_osc_ucxx_order_add(ompi_osc_ucxx_order_t *node);
+void ompi_osc_ucxx_order_remove(ompi_osc_ucxx_order_t *node);
+/* Take every entry opened before `node` (NULL: a lock opened now, so every
+ * entry), oldest first. */
+int ompi_osc_ucxx_order_before(ompi_osc_ucxx_order_t *node);
+/* The lock layer's part of taking a lock_all epoch whole: a target's lazy
+ * request goes and is granted (osc_ucxx_lazy.c). */
+void ompi_osc_ucxx_order_granter(int (*grant)(ompi_osc_ucxx_module_t *module, int target));
+
 /* The access epoch object of a window (one per core, reused). */
 struct ompi_osc_ucxx_epoch_t {
     opal_object_t super;
@@ -53,6 +80,7 @@ struct ompi_osc_ucxx_epoch_t {
     bool cpu_release;         /* lock_all: it holds a shared lock that a CPU
                                * atomic releases */
     int unposted;             /* start: members whose post is not consumed yet */
+    ompi_osc_ucxx_order_t order;  /* lock_all: its place in the lock order */
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_epoch_t);
 

@@ -23,30 +23,17 @@
  *     the lock (queued if busy), applies the epoch, releases, and answers
  *     once with the results and a status.  An epoch with no operation
  *     sends nothing at all.
- * Longer epochs (Zhao 2016, ScalaRMA chapter 4: delayed or eager by the
- * operations and bytes queued, adapted per target):
- *   - many small operations: the request goes with the first batch that
- *     fills (OSC_UCXX_CARRY_OPS / _BYTES) and is not waited for; later
- *     batches follow it (OSC_UCXX_LQ_MORE), the target applies them once
- *     the lock is granted, and MPI_Win_unlock sends the last one with the
- *     release and waits for the answers: one round trip, however many
- *     batches.  Where the previous epoch to that target was long, the
- *     request goes with the first operation, so that the grant comes back
- *     while the epoch is being queued.
- *   - what is sent ahead of the grant waits at the target: at most
- *     OSC_UCXX_AHEAD batches, none where the previous request to that
- *     target found the lock taken (then each batch waits for the grant:
- *     two round trips, and a waiting request holds one batch there);
- *   - an operation that cannot be carried (larger than a batch, request
- *     operations, derived layouts, user active messages), or a flush,
- *     sends what is queued and waits for the grant and every answer;
- *     from then on operations issue as in any epoch, and MPI_Win_unlock
- *     sends the release behind them on the same endpoint (a
- *     ucp_worker_fence orders RMA before it; where the fence is a flush,
- *     where other threads' workers issued some, or where user active
- *     messages must complete first, a flush does) and waits for its one
- *     answer: the target handles it after everything sent before it on
- *     that endpoint, so the answer says all of it is done there.
+ * Longer epochs (Zhao 2016, ScalaRMA chapter 4; docs/synchronization.md,
+ * "Long epochs"): full batches go ahead of the grant (OSC_UCXX_LQ_MORE;
+ * at most OSC_UCXX_AHEAD, none where the last request to that target
+ * waited), the request with the first operation where the previous epoch
+ * was long, and MPI_Win_unlock sends the last batch with the release: one
+ * round trip however many batches.  An operation that cannot be carried
+ * (larger than a batch, request operations, derived layouts, user active
+ * messages), or a flush, sends what is queued and waits for the grant and
+ * every answer; from then on operations issue, and MPI_Win_unlock sends
+ * the release behind them on the same endpoint (order_release) and waits
+ * for its one answer, which says all of it is done there.
  * Lock + operations + unlock: one round trip for carried operations, two
  * where an operation issues, or where a long epoch's batches wait for the
  * grant.
@@ -54,18 +41,15 @@
  * Under MPI_THREAD_MULTIPLE threads may share an epoch: the request goes
  * in MPI_Win_lock itself (one round trip) and operations issue at once.
  *
- * Several locks held at once are taken in the order of their MPI_Win_lock
- * calls (grant_earlier): a lock that will be held while this process waits
- * (a request without its release, a word on the node) first waits for the
- * grants of the lazy locks opened before it.
+ * Locks held at once, on any windows, are taken in the order the program
+ * opened them (grant_earlier; the lock order of osc_ucxx_epoch.h).
  *
  * Errors: an operation's error that the origin can see (range, type, op)
  * is returned by its own call as in any epoch; one the target finds (a
  * dynamic window's range) comes in an answer: MPI_Win_unlock returns it
  * for the batches it waits for, the next flush or unlock for those a
  * flush or an issued operation waited for (module->am_error, as
- * accumulate messages' errors).  The lock
- * is released whatever happened.
+ * accumulate messages' errors).  The lock is released whatever happened.
  */
 
 #include "ompi_config.h"
@@ -112,6 +96,7 @@ typedef struct lazy_batch {
 
 struct ompi_osc_ucxx_lazy_t {
     ompi_osc_ucxx_lazy_t *next;    /* module->lazy_open (or the spare) */
+    ompi_osc_ucxx_order_t order;   /* an MPI_Win_lock's place in the lock order */
     ompi_osc_ucxx_module_t *module;
     int target;
     int type;                      /* MPI_LOCK_SHARED / EXCLUSIVE */
@@ -151,7 +136,7 @@ static ompi_osc_ucxx_lazy_t *record_new(ompi_osc_ucxx_module_t *module, int targ
     if (NULL != rec->res) rec->res->nres = 0;
     rec->ahead = 0;
     rec->sent = rec->sent_tail = NULL;
-    rec->err = OMPI_SUCCESS;
+    rec->err = OMPI_SUCCESS;   /* (rec->order: unlinked, by calloc or open_remove) */
     return rec;
 }
 
@@ -183,10 +168,18 @@ void ompi_osc_ucxx_lazy_release(ompi_osc_ucxx_module_t *module)
     }
 }
 
+static int order_take(ompi_osc_ucxx_order_t *node);
+
+/* (a lock_all's targets have the epoch's place in the order) */
 static void open_add(ompi_osc_ucxx_lazy_t *rec)
 {
     rec->next = rec->module->lazy_open;
     rec->module->lazy_open = rec;
+    if (OSC_UCXX_EPOCH_LOCK_ALL != rec->module->access->kind) {
+        rec->order.take = order_take;
+        rec->order.owner = rec;
+        ompi_osc_ucxx_order_add(&rec->order);
+    }
 }
 
 static void open_remove(ompi_osc_ucxx_lazy_t *rec)
@@ -195,6 +188,7 @@ static void open_remove(ompi_osc_ucxx_lazy_t *rec)
     while (NULL != *p && *p != rec) p = &(*p)->next;
     if (NULL != *p) *p = rec->next;
     rec->next = NULL;
+    ompi_osc_ucxx_order_remove(&rec->order);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -431,34 +425,22 @@ static int send_tracked(ompi_osc_ucxx_lazy_t *rec, ompi_osc_ucxx_worker_t *worke
     return rc;
 }
 
-static int go(ompi_osc_ucxx_lazy_t *rec);
-
-/* Locks held together are taken in the order MPI_Win_lock asked for them,
- * so that programs that lock in one order everywhere cannot deadlock: a
- * lock this process will hold while it waits for others (a request
+/* A lock this process will hold while it waits for others (a request
  * without its release, a word taken by CPU atomic or queued for) first
- * waits for the grants of every lazy lock opened before it (`rec`; NULL:
- * every one open), oldest first.  Otherwise a lock on a peer on the node,
- * taken in MPI_Win_lock, or a later lazy lock whose user active message
- * cannot be carried, is held while an earlier one is requested, and two
- * processes that each hold what the other requests wait for ever.  A
- * request that carries its release holds nothing while it waits.
- * (lock_all takes shared locks in no order the program gave.) */
+ * takes the locks opened before `rec`'s, or before the one being taken on
+ * `module` now (osc_ucxx_epoch.h, lock order): else two processes locking
+ * in one order could each hold what the other waits for.  A request that
+ * carries its release holds nothing while it waits. */
 static int grant_earlier(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_lazy_t *rec)
 {
-    int rc = OMPI_SUCCESS;
+    ompi_osc_ucxx_epoch_t *e = module->access;
 
-    if (OSC_UCXX_EPOCH_LOCK_ALL == module->access->kind) return OMPI_SUCCESS;
-    for (;;) {
-        ompi_osc_ucxx_lazy_t *p, *oldest = NULL;
-        /* (lazy_open: newest first) */
-        for (p = NULL != rec ? rec->next : module->lazy_open; NULL != p; p = p->next) {
-            if (!(p->requested && p->grant_in)) oldest = p;
-        }
-        if (NULL == oldest) return rc;
-        int r = go(oldest);   /* (leaves lazy_open) */
-        if (OMPI_SUCCESS == rc) rc = r;
+    if (NULL == ompi_osc_ucxx_order_head) return OMPI_SUCCESS;
+    if (NULL != rec && rec->order.linked) return ompi_osc_ucxx_order_before(&rec->order);
+    if (OSC_UCXX_EPOCH_LOCK_ALL == e->kind) {
+        return e->order.linked ? ompi_osc_ucxx_order_before(&e->order) : OMPI_SUCCESS;
     }
+    return ompi_osc_ucxx_order_before(NULL);
 }
 
 /* The batch being built goes: the first with the lock request, the others
@@ -502,6 +484,32 @@ static int go(ompi_osc_ucxx_lazy_t *rec)
     open_remove(rec);
     ompi_osc_ucxx_tgt_clear(&rec->module->peers[rec->target], OSC_UCXX_TGT_LAZY);
     return rc;
+}
+
+/* A lock's turn in the lock order: the request goes and is granted; later
+ * operations are still carried (applied at once: the lock is ours), so the
+ * unlock still costs one round trip, as an eager lock's. */
+static int grant(ompi_osc_ucxx_lazy_t *rec)
+{
+    int rc = OMPI_SUCCESS;
+
+    if (rec->nops > 0 || !rec->requested) rc = send_batch(rec, 0);
+    take_answers(rec, true);
+    ompi_osc_ucxx_order_remove(&rec->order);
+    return rc;
+}
+
+static int order_take(ompi_osc_ucxx_order_t *node)
+{
+    return grant((ompi_osc_ucxx_lazy_t *) node->owner);
+}
+
+/* A target of a lock_all epoch taken whole (osc_ucxx_epoch.c). */
+static int grant_target(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    if (!(peer->access & OSC_UCXX_TGT_LAZY) || peer->lazy->grant_in) return OMPI_SUCCESS;
+    return grant(peer->lazy);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -884,4 +892,5 @@ void ompi_osc_ucxx_lazy_init(void)
 {
     ompi_osc_ucxx_am_set_handler(OSC_UCXX_AM_LOCK_REPLY, reply_handler);
     ompi_osc_ucxx_state_managed(managed_lock, managed_unlock);
+    ompi_osc_ucxx_order_granter(grant_target);
 }

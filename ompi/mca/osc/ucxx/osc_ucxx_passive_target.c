@@ -131,7 +131,12 @@ int ompi_osc_ucxx_lock(int lock_type, int target, int assert, struct ompi_win_t 
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    if (!nocheck) {
+    /* (locks by message keep the order where they wait: osc_ucxx_lazy.c) */
+    if (!nocheck && OPAL_UNLIKELY(NULL != ompi_osc_ucxx_order_head) &&
+        OSC_UCXX_LOCKS_TARGET != module->lock_kind) {
+        rc = ompi_osc_ucxx_order_before(NULL);
+    }
+    if (!nocheck && OMPI_SUCCESS == rc) {
         rc = ompi_osc_ucxx_state_lock(module, target, lock_type);
     }
     ompi_osc_ucxx_epoch_lock_done(module, target, lock_type, nocheck, OMPI_SUCCESS == rc);
