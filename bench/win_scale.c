@@ -27,7 +27,8 @@
  * (_max: the largest), "_pp" ones are divided by P-1 (per peer).  Times in
  * microseconds (wall clock; _cpu: the calling thread's CPU time, which a
  * descheduled rank does not accumulate: on an oversubscribed node it is the
- * steadier figure).  Memory from /proc/self/status: RSS (VmRSS) and virtual
+ * steadier figure; first_xcpu_us: the CPU time of the process's other
+ * threads, a progress thread's, during the first epoch).  Memory from /proc/self/status: RSS (VmRSS) and virtual
  * size (VmSize) growth across the step, in KiB, or bytes per peer (_Bpp);
  * _anon: RssAnon, _shm: RssShmem (the pages of shared memory this process
  * touched or mapped); _faults: minor page faults.  The bench's own
@@ -81,12 +82,21 @@ static mem_t mem_diff(mem_t a, mem_t b)
     return d;
 }
 
-static double thread_cpu(void)
+static double clock_cpu(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
+
+static double thread_cpu(void)
+{
+    return clock_cpu(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* CPU seconds of the process's other threads (a progress thread, UCX's
+ * async thread) during the last epoch() */
+static double epoch_xcpu;
 
 static int rank, np;
 
@@ -116,8 +126,9 @@ static uint64_t value_of(int origin, int epoch)
 /* One lock_all / put to every rank / unlock_all epoch; wall and CPU seconds. */
 static void epoch(bench_win_t *w, int id, uint64_t *src, double *wall, double *cpu)
 {
-    double t0, c0;
+    double t0, c0, p0;
     *src = value_of(rank, id);
+    p0 = clock_cpu(CLOCK_PROCESS_CPUTIME_ID);
     c0 = thread_cpu();
     t0 = bench_now();
     if (MPI_SUCCESS != MPI_Win_lock_all(0, w->win)) bench_die("MPI_Win_lock_all failed");
@@ -135,6 +146,7 @@ static void epoch(bench_win_t *w, int id, uint64_t *src, double *wall, double *c
     if (MPI_SUCCESS != MPI_Win_unlock_all(w->win)) bench_die("MPI_Win_unlock_all failed");
     *wall = bench_now() - t0;
     *cpu = thread_cpu() - c0;
+    epoch_xcpu = clock_cpu(CLOCK_PROCESS_CPUTIME_ID) - p0 - *cpu;
 }
 
 /* Every origin's value of epoch `id` is in our window. */
@@ -195,7 +207,7 @@ enum {
     F_SECOND_US, F_SECOND_CPU_US, F_SECOND_KIB, F_SECOND_ANON_KIB, F_SECOND_SHM_KIB,
     F_SECOND_VM_KIB, F_SECOND_FLT,
     F_WARM_US, F_REST_US, F_REST_KIB, F_REST_ANON_KIB, F_REST_VM_KIB,
-    F_VM_MIB, F_VM_GROWTH_MIB, F_RSS_GROWTH_MIB, F_KEPT_KIB,
+    F_VM_MIB, F_VM_GROWTH_MIB, F_RSS_GROWTH_MIB, F_KEPT_KIB, F_FIRST_XCPU_US,
     F_COUNT
 };
 static const char *names[F_COUNT] = {
@@ -206,7 +218,7 @@ static const char *names[F_COUNT] = {
     "second_us", "second_cpu_us", "second_KiB", "second_anon_KiB", "second_shm_KiB",
     "second_vm_KiB", "second_faults",
     "warm_us", "rest_us", "rest_KiB", "rest_anon_KiB", "rest_vm_KiB",
-    "vm_MiB", "vm_growth_MiB", "rss_growth_MiB", "kept_KiB",
+    "vm_MiB", "vm_growth_MiB", "rss_growth_MiB", "kept_KiB", "first_xcpu_us",
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -289,6 +301,7 @@ int main(int argc, char **argv)
 
     /* first epoch on window 0, then on window 1 */
     mfirst = first_epoch(&wins[0], id++, src, "first", f + F_FIRST_US);
+    f[F_FIRST_XCPU_US] = 1e6 * epoch_xcpu;
     smaps_dump("1-first");
     msecond = first_epoch(&wins[1], id++, src, "second", f + F_SECOND_US);
     smaps_dump("2-second");
