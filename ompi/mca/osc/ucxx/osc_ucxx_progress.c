@@ -174,8 +174,8 @@ static void obj_later_release(void)
 static bool progress_sleep(bool ucx, const struct timespec *pause)
 {
     struct pollfd own = {.fd = OSC_UCXX.progress_wake_fd, .events = POLLIN};
-    struct epoll_event ev;
-    bool woke = false;
+    struct epoll_event ev[3];
+    bool woke = false, own_ready = true;
     uint64_t junk;
 
     OSC_UCXX.progress_sleeping = 1;
@@ -183,13 +183,19 @@ static bool progress_sleep(bool ucx, const struct timespec *pause)
     if (!ompi_osc_ucxx_deferred_pending() && !OSC_UCXX.progress_stop &&
         HOLD_RUN == OSC_UCXX.progress_hold) {
         if (ucx) {
-            woke = epoll_wait(OSC_UCXX.progress_efd, &ev, 1, 100) > 0;
+            int n = epoll_wait(OSC_UCXX.progress_efd, ev, 3, 100);
+            woke = n > 0;
+            own_ready = false;   /* (a wake by UCX alone costs no read of ours) */
+            for (int i = 0; i < n; ++i) {
+                own_ready = own_ready || ev[i].data.fd == OSC_UCXX.progress_wake_fd;
+            }
         } else {
             (void) ppoll(&own, 1, pause, NULL);
+            own_ready = 0 != (own.revents & POLLIN);
         }
     }
     OSC_UCXX.progress_sleeping = 0;
-    while (read(OSC_UCXX.progress_wake_fd, &junk, sizeof(junk)) > 0) {
+    while (own_ready && read(OSC_UCXX.progress_wake_fd, &junk, sizeof(junk)) > 0) {
     }
     return woke;
 }
@@ -285,7 +291,7 @@ void ompi_osc_ucxx_progress_wake(void)
  * False (poll instead) where UCX cannot give the fd. */
 static bool progress_wait_setup(void)
 {
-    struct epoll_event ev = {.events = EPOLLIN};
+    struct epoll_event ev = {.events = EPOLLIN}, own = {.events = EPOLLIN};
     int ucx_fd;
 
     OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
@@ -294,9 +300,11 @@ static bool progress_wait_setup(void)
     }
     OSC_UCXX.progress_efd = epoll_create1(EPOLL_CLOEXEC);
     OSC_UCXX.progress_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ev.data.fd = ucx_fd;
+    own.data.fd = OSC_UCXX.progress_wake_fd;
     if (OSC_UCXX.progress_efd < 0 || OSC_UCXX.progress_wake_fd < 0 ||
         0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, ucx_fd, &ev) ||
-        0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, OSC_UCXX.progress_wake_fd, &ev)) {
+        0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, OSC_UCXX.progress_wake_fd, &own)) {
         if (OSC_UCXX.progress_efd >= 0) close(OSC_UCXX.progress_efd);
         if (OSC_UCXX.progress_wake_fd >= 0) close(OSC_UCXX.progress_wake_fd);
         OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
