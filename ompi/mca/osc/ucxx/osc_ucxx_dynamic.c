@@ -449,7 +449,7 @@ static int region_lookup(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t 
     rc = ompi_osc_ucxx_am_send(module, worker, target, OSC_UCXX_AM_REGION_REQ, req,
                                sizeof(*req), sizeof(*req));
     while (OMPI_SUCCESS == rc && !wait->done) {
-        ucp_worker_progress(worker->ucp);
+        (void) ompi_osc_ucxx_worker_progress_shared(worker);
         opal_progress();
     }
     ompi_osc_ucxx_need_service(module, target, -1);

@@ -147,6 +147,7 @@ int ompi_osc_ucxx_get_ep_key(ompi_osc_ucxx_worker_t *worker, uint64_t key, ucp_e
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = (ucp_address_t *) addr->addr;
+    ompi_osc_ucxx_progress_app_busy();
     status = ucp_ep_create(worker->ucp, &params, ep);
     if (UCS_OK != status) {
         opal_show_help("help-osc-ucxx.txt", "ucx init failed", true, "ucp_ep_create",
@@ -181,7 +182,7 @@ void ompi_osc_ucxx_ep_evict(ompi_osc_ucxx_worker_t *worker, uint64_t key)
     req = ucp_ep_close_nbx((ucp_ep_h) value, &param);
     if (UCS_PTR_IS_PTR(req)) {
         while (UCS_INPROGRESS == ucp_request_check_status(req)) {
-            ucp_worker_progress(worker->ucp);
+            (void) ompi_osc_ucxx_worker_progress_shared(worker);
         }
         ucp_request_free(req);
     }

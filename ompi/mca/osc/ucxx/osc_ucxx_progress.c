@@ -174,8 +174,8 @@ static void obj_later_release(void)
 static bool progress_sleep(bool ucx, const struct timespec *pause)
 {
     struct pollfd own = {.fd = OSC_UCXX.progress_wake_fd, .events = POLLIN};
-    struct epoll_event ev;
-    bool woke = false;
+    struct epoll_event ev[3];
+    bool woke = false, own_ready = true;
     uint64_t junk;
 
     OSC_UCXX.progress_sleeping = 1;
@@ -183,13 +183,19 @@ static bool progress_sleep(bool ucx, const struct timespec *pause)
     if (!ompi_osc_ucxx_deferred_pending() && !OSC_UCXX.progress_stop &&
         HOLD_RUN == OSC_UCXX.progress_hold) {
         if (ucx) {
-            woke = epoll_wait(OSC_UCXX.progress_efd, &ev, 1, 100) > 0;
+            int n = epoll_wait(OSC_UCXX.progress_efd, ev, 3, 100);
+            woke = n > 0;
+            own_ready = false;   /* (a wake by UCX alone costs no read of ours) */
+            for (int i = 0; i < n; ++i) {
+                own_ready = own_ready || ev[i].data.fd == OSC_UCXX.progress_wake_fd;
+            }
         } else {
             (void) ppoll(&own, 1, pause, NULL);
+            own_ready = 0 != (own.revents & POLLIN);
         }
     }
     OSC_UCXX.progress_sleeping = 0;
-    while (read(OSC_UCXX.progress_wake_fd, &junk, sizeof(junk)) > 0) {
+    while (own_ready && read(OSC_UCXX.progress_wake_fd, &junk, sizeof(junk)) > 0) {
     }
     return woke;
 }
@@ -215,6 +221,7 @@ static void progress_wait_loop(void)
                                              ? OSC_UCXX.progress_interval_us : 20)};
     struct timespec nap = {0, NAP_MIN_NS};
     uint32_t polls = OSC_UCXX.app_polls - 1;
+    ompi_osc_ucxx_worker_t *main = OSC_UCXX.main_worker;
     int quiet = 0, idle = 0;   /* idle: wakes in a row that found nothing yet */
     bool found = false, backed_off = false;
 
@@ -224,8 +231,12 @@ static void progress_wait_loop(void)
          * stay out of its way (arming the worker while another thread
          * progresses it was seen to stall TCP transfers for seconds), and
          * look less often the longer it stays (a rank waiting in a long
-         * receive or barrier keeps no core busy for us). */
-        if (polls != OSC_UCXX.app_polls) {
+         * receive or barrier keeps no core busy for us).  The worker is
+         * progressed and armed in turn with the application's threads
+         * (ompi_osc_ucxx_worker_take), never spinning on UCX's lock while
+         * one of them is inside, and never while this thread drains or
+         * sleeps. */
+        if (polls != OSC_UCXX.app_polls || !ompi_osc_ucxx_worker_take(main)) {
             polls = OSC_UCXX.app_polls;
             quiet = 0;
             nanosleep(&nap, NULL);
@@ -233,7 +244,8 @@ static void progress_wait_loop(void)
             continue;
         }
         nap.tv_nsec = NAP_MIN_NS;
-        int n = ucp_worker_progress(OSC_UCXX.main_worker->ucp);
+        int n = ucp_worker_progress(main->ucp);
+        ompi_osc_ucxx_worker_give(main);
         n += ompi_osc_ucxx_deferred_drain();
         found = found || 0 != n;
         if (0 != n || ompi_osc_ucxx_deferred_pending() || ++quiet < 5) {
@@ -248,11 +260,21 @@ static void progress_wait_loop(void)
             continue;
         }
         backed_off = false;
-        if (UCS_OK != ucp_worker_arm(OSC_UCXX.main_worker->ucp)) {
+        if (!ompi_osc_ucxx_worker_take(main)) continue;
+        ucs_status_t armed = ucp_worker_arm(main->ucp);
+        ompi_osc_ucxx_worker_give(main);
+        if (UCS_OK != armed) {
             idle += idle < 16;   /* UCS_ERR_BUSY: events arrived meanwhile */
             continue;
         }
         idle = progress_sleep(true, NULL) ? idle + (idle < 16) : 0;
+    }
+}
+
+void ompi_osc_ucxx_progress_app_busy(void)
+{
+    if (OSC_UCXX.progress_running && !on_progress_thread()) {
+        OSC_UCXX.app_polls++;   /* (racy on purpose: any change will do) */
     }
 }
 
@@ -269,7 +291,7 @@ void ompi_osc_ucxx_progress_wake(void)
  * False (poll instead) where UCX cannot give the fd. */
 static bool progress_wait_setup(void)
 {
-    struct epoll_event ev = {.events = EPOLLIN};
+    struct epoll_event ev = {.events = EPOLLIN}, own = {.events = EPOLLIN};
     int ucx_fd;
 
     OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
@@ -278,9 +300,11 @@ static bool progress_wait_setup(void)
     }
     OSC_UCXX.progress_efd = epoll_create1(EPOLL_CLOEXEC);
     OSC_UCXX.progress_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ev.data.fd = ucx_fd;
+    own.data.fd = OSC_UCXX.progress_wake_fd;
     if (OSC_UCXX.progress_efd < 0 || OSC_UCXX.progress_wake_fd < 0 ||
         0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, ucx_fd, &ev) ||
-        0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, OSC_UCXX.progress_wake_fd, &ev)) {
+        0 != epoll_ctl(OSC_UCXX.progress_efd, EPOLL_CTL_ADD, OSC_UCXX.progress_wake_fd, &own)) {
         if (OSC_UCXX.progress_efd >= 0) close(OSC_UCXX.progress_efd);
         if (OSC_UCXX.progress_wake_fd >= 0) close(OSC_UCXX.progress_wake_fd);
         OSC_UCXX.progress_efd = OSC_UCXX.progress_wake_fd = -1;
@@ -446,7 +470,7 @@ int ompi_osc_ucxx_progress(void)
         self = tls->worker;
     }
     if (NULL != self && self != OSC_UCXX.main_worker) {
-        count += ucp_worker_progress(self->ucp);
+        count += ompi_osc_ucxx_worker_progress_shared(self);
     }
     int n = OSC_UCXX.num_workers;
     opal_atomic_rmb();  /* the array read next holds at least n workers */
@@ -487,7 +511,7 @@ int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req)
         return UCS_PTR_IS_ERR(req) ? OMPI_ERROR : OMPI_SUCCESS;
     }
     while (UCS_INPROGRESS == (status = ucp_request_check_status(req))) {
-        int n = ucp_worker_progress(worker->ucp);
+        int n = ompi_osc_ucxx_worker_progress_shared(worker);
         if (++spins == OSC_UCXX.post_poll_interval) {
             spins = 0;
             opal_progress();

@@ -243,7 +243,7 @@ void ompi_osc_ucxx_eps_close(ompi_osc_ucxx_worker_t *worker)
         if (UCS_PTR_IS_PTR(req)) {
             while (UCS_INPROGRESS == ucp_request_check_status(req) &&
                    seconds_now() < deadline) {
-                ucp_worker_progress(worker->ucp);
+                (void) ompi_osc_ucxx_worker_progress_shared(worker);
             }
             ucp_request_free(req);
         }

@@ -69,6 +69,7 @@ int ompi_osc_ucxx_rkey_take(ompi_osc_ucxx_worker_t *worker, ompi_proc_t *proc, u
     ompi_osc_ucxx_rkey_t *e = NULL;
     int rc = OMPI_SUCCESS;
 
+    ompi_osc_ucxx_progress_app_busy();
     if (0 == serial) {
         return UCS_OK == ucp_ep_rkey_unpack(ep, packed, rkey) ? OMPI_SUCCESS : OMPI_ERROR;
     }

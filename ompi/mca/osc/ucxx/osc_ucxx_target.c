@@ -335,7 +335,7 @@ static void peer_drop(ompi_osc_ucxx_module_t *module, int target)
             void *req = ucp_ep_flush_nbx(link->ep, &param);
             if (UCS_PTR_IS_PTR(req)) {
                 while (UCS_INPROGRESS == ucp_request_check_status(req)) {
-                    ucp_worker_progress(link->row->worker->ucp);
+                    (void) ompi_osc_ucxx_worker_progress_shared(link->row->worker);
                 }
                 ucp_request_free(req);
             }

@@ -167,6 +167,11 @@ void ompi_osc_ucxx_progress_stop(void);
 /* Does this process run the progress thread (osc_ucxx_progress_thread;
  * auto is decided once, from the job's layout)? */
 bool ompi_osc_ucxx_progress_thread_wanted(void);
+/* An application thread is about to hold UCX's worker lock for long (an
+ * endpoint or an rkey made): the progress thread keeps off the worker for
+ * a while, as while the application progresses it, rather than spin on
+ * that lock should the application's thread lose its core inside. */
+void ompi_osc_ucxx_progress_app_busy(void);
 /* Wake the progress thread if it sleeps in the kernel (wait mode). */
 void ompi_osc_ucxx_progress_wake(void);
 /* The progress thread parked outside the component until progress_unhold,
@@ -210,20 +215,34 @@ int ompi_osc_ucxx_wait_request(ompi_osc_ucxx_worker_t *worker, void *req);
  * Why: UCX guards a multi-threaded worker with a spinlock; with more threads
  * than cores every opal_progress spun on it for whole time slices while the
  * holder was descheduled (ext_order's sum case on two cores spent most of
- * its time in pthread_spin_lock). */
-static inline int ompi_osc_ucxx_worker_progress_shared(ompi_osc_ucxx_worker_t *w)
+ * its time in pthread_spin_lock).  take / give: the same turn around other
+ * calls that must not overlap another thread's progress (ucp_worker_arm);
+ * the holder never sleeps, waits or drains deferred work while it holds
+ * the turn, so a waiter that skips keeps polling its request and gets the
+ * turn as soon as the holder ends. */
+static inline bool ompi_osc_ucxx_worker_take(ompi_osc_ucxx_worker_t *w)
 {
     int32_t idle = 0;
-    int n;
     if (UCS_THREAD_MODE_MULTI != OSC_UCXX.thread_mode) {
-        return ucp_worker_progress(w->ucp);
+        return true;
     }
-    if (w->progressing || !opal_atomic_compare_exchange_strong_32(&w->progressing, &idle, 1)) {
+    return !w->progressing && opal_atomic_compare_exchange_strong_32(&w->progressing, &idle, 1);
+}
+static inline void ompi_osc_ucxx_worker_give(ompi_osc_ucxx_worker_t *w)
+{
+    if (UCS_THREAD_MODE_MULTI == OSC_UCXX.thread_mode) {
+        opal_atomic_wmb();
+        w->progressing = 0;
+    }
+}
+static inline int ompi_osc_ucxx_worker_progress_shared(ompi_osc_ucxx_worker_t *w)
+{
+    int n;
+    if (!ompi_osc_ucxx_worker_take(w)) {
         return 0;
     }
     n = ucp_worker_progress(w->ucp);
-    opal_atomic_wmb();
-    w->progressing = 0;
+    ompi_osc_ucxx_worker_give(w);
     return n;
 }
 
