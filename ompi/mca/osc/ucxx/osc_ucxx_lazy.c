@@ -63,11 +63,14 @@
 /* A batch (the request, or a MORE message) stays within these.  Carried,
  * an operation costs a copy of its values here and at the target; issued,
  * the lock request's round trip is waited for mid-epoch.  Within these a
- * batch is one eager fragment of UCX's TCP transport (UCX_TCP_SEG_SIZE,
- * 8 KiB by default) and a waiting batch's copy at the target stays small;
- * an operation larger than a batch issues (zero-copy for large transfers)
- * once the lock is granted. */
-#define OSC_UCXX_CARRY_OPS 64
+ * batch is one or two eager fragments of UCX's TCP transport
+ * (UCX_TCP_SEG_SIZE, 8 KiB by default) and a waiting batch's copy at the
+ * target stays small.  Each batch is a message that the target's CPU
+ * handles and answers and a segment that TCP's congestion window counts,
+ * so small operations take as few batches as that allows.  A larger
+ * operation issues (zero-copy for large transfers) once the lock is
+ * granted, but for puts (OSC_UCXX_CARRY_PUT). */
+#define OSC_UCXX_CARRY_OPS 240
 #define OSC_UCXX_CARRY_BYTES 4096
 /* A larger put is carried in a batch of its own up to this size: the
  * request, its values and the release go in one message, so the epoch
@@ -211,10 +214,13 @@ static bool room(ompi_osc_ucxx_lazy_t *rec, size_t vals, size_t results)
 }
 
 /* An operation that fits no batch issues instead; a put larger than a
- * batch fills one of its own. */
-static bool fits_a_batch(size_t vals, size_t results, bool put)
+ * batch fills one of its own, except to a target whose previous request
+ * found the lock taken (where requests wait, each would hold its put). */
+static bool fits_a_batch(ompi_osc_ucxx_lazy_t *rec, size_t vals, size_t results, bool put)
 {
-    return vals + results <= OSC_UCXX_CARRY_BYTES || (put && vals <= OSC_UCXX_CARRY_PUT);
+    return vals + results <= OSC_UCXX_CARRY_BYTES ||
+           (put && vals <= OSC_UCXX_CARRY_PUT &&
+            !(rec->module->peers[rec->target].lq_hint & OSC_UCXX_HINT_WAITED));
 }
 
 /* Room for one more result place in the batch being built. */
@@ -672,7 +678,7 @@ int ompi_osc_ucxx_lazy_put_get(ompi_osc_ucxx_target_t *t, bool is_put, void *ori
 
     if (NULL != req || t->view->memhandle || size > UINT32_MAX ||
         !contiguous(origin_dt, origin_count) || !contiguous(target_dt, target_count) ||
-        !fits_a_batch(is_put ? size : 0, is_put ? 0 : size, is_put)) {
+        !fits_a_batch(rec, is_put ? size : 0, is_put ? 0 : size, is_put)) {
         return issue(rec);
     }
     if (OMPI_SUCCESS != (rc = make_room(rec, is_put ? size : 0, is_put ? 0 : size))) return rc;
@@ -719,7 +725,7 @@ int ompi_osc_ucxx_lazy_acc(ompi_osc_ucxx_acc_t *a, const void *origin_addr, int 
         OSC_UCXX_SINGLE_STRIPES != t->view->single_kind ||
         a->gaps || size > UINT32_MAX || !contiguous(target_dt, target_count) ||
         (values && NULL == origin) || (a->fetch && NULL == result) ||
-        !fits_a_batch(nvals * size, a->fetch ? size : 0, false)) {
+        !fits_a_batch(rec, nvals * size, a->fetch ? size : 0, false)) {
         return issue(rec);
     }
     if (OMPI_SUCCESS != (rc = make_room(rec, nvals * size, a->fetch ? size : 0))) return rc;
