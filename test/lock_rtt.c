@@ -18,11 +18,12 @@
  * host, the fastest epoch of each kind must take less than 1.5 times the
  * fastest MPI ping-pong to that rank (the lock request carries the epoch:
  * one round trip; the protocol before took three) on allocated and created
- * windows, and the long epoch and the 64 KiB put less than 2.5 times (the
- * bytes' time on the wire and the target's handling of many operations
- * come on top of the round trip; when a thousand puts exceeded what went
- * ahead of the grant, and the 64 KiB put issued after the grant with a
- * flush after the release's answer, they took 3-4); dynamic
+ * windows, and the long epoch and the 64 KiB put less than 2.5 times, 3.5
+ * with more than 2 ranks (the bytes' time on the wire and both processes'
+ * handling of many operations come on top of the round trip, and with more
+ * ranks the target shares the cores with another; when a thousand puts
+ * exceeded what went ahead of the grant, and the 64 KiB put issued after
+ * the grant with a flush after the release's answer, they took 3-4); dynamic
  * windows resolve each operation's range first (their times are printed,
  * not bounded here).
  *
@@ -45,6 +46,10 @@ enum { PUT_SLOT, GET_SLOT, ACC_SLOT, LONG_SLOT, BIG_SLOT = LONG_SLOT + NLONG,
        NSLOTS = BIG_SLOT + NBIG };
 enum { K_PUT, K_GET, K_ACC, K_LONG, K_BIG, NKINDS };
 static double bound = 1.5;   /* round trips (--onesided: 2.5) */
+/* ... more for the 1000 puts and the 64 KiB put, whose time also has the
+ * two processes' CPU work in it: with more than 2 ranks, more still (2
+ * cores: the target shares them with the other ranks of its host) */
+static double long_slack = 1.0;
 static const char *kind_names[NKINDS] = {"lock + put + unlock", "lock + get + unlock",
                                          "lock + accumulate + unlock",
                                          "lock + 1000 puts + unlock",
@@ -157,7 +162,7 @@ static void check_time(const tu_win_t *w, int kind, int peer, double best, doubl
              best * 1e6);
     if (TU_DYNAMIC == w->flavor) return;
     if ((K_LONG == kind || K_BIG == kind) && bound > 1.5) return;   /* (one-sided: they issue) */
-    double limit = K_LONG == kind || K_BIG == kind ? bound + 1.0 : bound;
+    double limit = K_LONG == kind || K_BIG == kind ? bound + long_slack : bound;
     TU_CHECK(rt < limit, "%s window: %s to rank %d took %.2f round trips (%.1f us, ping-pong "
              "%.1f us): limit %.1f", tu_flavor_names[w->flavor], kind_names[kind], peer, rt,
              best * 1e6, rtt * 1e6, limit);
@@ -202,6 +207,7 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
+    if (np > 2) long_slack = 2.0;
     node = tu_node_comm(MPI_COMM_WORLD, &spans);
     rtt = calloc(np, sizeof(*rtt));
     for (int peer = 1; peer < np; peer++) {
