@@ -28,14 +28,13 @@
  * at most OSC_UCXX_AHEAD bytes, none where the last request to that target
  * waited), the request with the first operation where the previous epoch
  * was long, and MPI_Win_unlock sends the last batch with the release: one
- * round trip however many batches.  A put larger than a batch, up to
- * OSC_UCXX_CARRY_PUT, is carried in a batch of its own.  An operation that
- * cannot be carried (larger still, request operations, derived layouts,
- * user active messages), or a flush, sends what is queued and waits for
- * the grant and every answer; from then on operations issue, and
- * MPI_Win_unlock sends the release behind them on the same endpoint
- * (order_release) and waits for its one answer, which says all of it is
- * done there.
+ * round trip however many batches.  A larger put (OSC_UCXX_CARRY_PUT)
+ * is carried alone.  An operation that cannot be carried (larger, request
+ * operations, derived layouts, user active messages), or a flush, sends
+ * what is queued and waits for the grant and every answer; from then on
+ * operations issue, and MPI_Win_unlock sends the release behind them on
+ * the same endpoint (order_release) and waits for its one answer, which
+ * says all of it is done there.
  * Lock + operations + unlock: one round trip for carried operations, two
  * where an operation issues, or where a long epoch's batches wait for the
  * grant.
@@ -63,27 +62,17 @@
 /* A batch (the request, or a MORE message) stays within these.  Carried,
  * an operation costs a copy of its values here and at the target; issued,
  * the lock request's round trip is waited for mid-epoch.  Within these a
- * batch is one or two eager fragments of UCX's TCP transport
- * (UCX_TCP_SEG_SIZE, 8 KiB by default) and a waiting batch's copy at the
- * target stays small.  Each batch is a message that the target's CPU
- * handles and answers and a segment that TCP's congestion window counts,
- * so small operations take as few batches as that allows.  A larger
- * operation issues (zero-copy for large transfers) once the lock is
- * granted, but for puts (OSC_UCXX_CARRY_PUT). */
+ * batch is one or two of UCX's 8 KiB TCP fragments and a waiting batch's
+ * copy at the target stays small; each batch is a message the target
+ * handles and answers, so small operations take as few as that allows. */
 #define OSC_UCXX_CARRY_OPS 240
 #define OSC_UCXX_CARRY_BYTES 4096
-/* A larger put is carried in a batch of its own up to this size: the
- * request, its values and the release go in one message, so the epoch
- * costs one round trip plus the bytes' time on the wire, where issuing it
- * waits for the grant first.  Carried, it costs copies at both ends and
- * room at the target while the request waits; beyond this, issuing
- * (zero-copy where the transport can) is worth the round trip. */
+/* A larger put is carried alone up to this size: one round trip plus the
+ * bytes' time, for copies at both ends and room at the target meanwhile. */
 #define OSC_UCXX_CARRY_PUT (64 * 1024)
-/* Bytes of batches sent ahead of the grant: what a waiting request may hold
- * at the target besides itself, against the round trip a long epoch waits
- * for the grant when it reaches the limit.  Enough that an epoch of a
- * thousand small puts never waits; a target where the lock was taken gets
- * none (peer->lq_hint). */
+/* Bytes of batches sent ahead of the grant (a waiting request holds them
+ * at the target; past them a long epoch waits for the grant); none to a
+ * target where the lock was taken (peer->lq_hint). */
 #define OSC_UCXX_AHEAD (64 * 1024)
 
 /* What the previous epoch to a target looked like (peer->lq_hint) */
@@ -206,16 +195,14 @@ static void open_remove(ompi_osc_ucxx_lazy_t *rec)
 /* ------------------------------------------------------------------------- */
 /* Building a batch */
 
-/* (an empty batch takes any operation that fits_a_batch) */
 static bool room(ompi_osc_ucxx_lazy_t *rec, size_t vals, size_t results)
 {
-    return 0 == rec->nops ||
+    return 0 == rec->nops ||   /* (it took fits_a_batch) */
            (rec->nops < OSC_UCXX_CARRY_OPS && rec->bytes + vals + results <= OSC_UCXX_CARRY_BYTES);
 }
 
-/* An operation that fits no batch issues instead; a put larger than a
- * batch fills one of its own, except to a target whose previous request
- * found the lock taken (where requests wait, each would hold its put). */
+/* An operation that fits no batch issues; a larger put fills one alone,
+ * but where requests wait (each would hold its put at the target). */
 static bool fits_a_batch(ompi_osc_ucxx_lazy_t *rec, size_t vals, size_t results, bool put)
 {
     return vals + results <= OSC_UCXX_CARRY_BYTES ||
@@ -842,10 +829,8 @@ static int release_done(ompi_osc_ucxx_lazy_t *rec)
     return rc;
 }
 
-/* Release the lock on `target`; after issued operations, also this
- * process's own completion of them (gets' data, requests), flushed while
- * the release travels: UCX's endpoint flush over TCP is a round trip of
- * its own after any message, which the release's answer does not spare. */
+/* Release the lock on `target`; after issued operations, also their completion here
+ * (gets' data, requests), flushed while the release travels (over TCP a round trip). */
 static int release(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
