@@ -18,7 +18,7 @@
  *     written through the stale address).  Then the target re-attaches A at
  *     the same address and the origin's put/get on A work again (checked).
  *  3. Never-attached addresses: the gap between A and B, a never-attached
- *     malloc'd buffer, address 8 (near MPI_BOTTOM), straddling the end of B
+ *     malloc'd buffer (also an 8 KiB put to it), address 8 (near MPI_BOTTOM), straddling the end of B
  *     (last 8 bytes + 8 more), straddling the start of B: put / get /
  *     accumulate -> MPI_ERR_RMA_RANGE; the target's sentinels are unchanged.
  *  4. Shrink and grow at one address: B detached and re-attached with 128
@@ -47,6 +47,7 @@
 
 static int rank, nprocs, next, prev;
 static MPI_Win win;
+#define NEVER 8192   /* the never-attached buffer's bytes */
 static char *block, *never;
 static MPI_Aint tblock, tnever;   /* the next rank's */
 static int ncase;
@@ -147,9 +148,9 @@ int main(int argc, char **argv)
     const int cycles = (int) tu_opt_long(argc, argv, "-c", 4);
 
     block = malloc(BLK);
-    never = malloc(RSZ);
+    never = malloc(NEVER);
     for (int o = 0; o < BLK; o += 8) *(int64_t *) (block + o) = SENT;
-    for (int o = 0; o < RSZ; o += 8) *(int64_t *) (never + o) = SENT;
+    for (int o = 0; o < NEVER; o += 8) *(int64_t *) (never + o) = SENT;
     set_region(block + A_OFF, 1000);
     set_region(block + B_OFF, 2000);
     TU_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
@@ -237,13 +238,20 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     range_ops(tblock + A_OFF + RSZ + 64, 2, "in the gap between A and B");
     range_ops(tnever, 4, "to a never-attached buffer");
+    {   /* larger than a lock request's batch: carried alone (osc_ucxx_lazy.c) */
+        static int64_t big[NEVER / 8];
+        for (int j = 0; j < NEVER / 8; j++) big[j] = j;
+        RANGE_EPOCH(MPI_LOCK_EXCLUSIVE, MPI_Put(big, NEVER / 8, MPI_INT64_T, next, tnever,
+                                                NEVER / 8, MPI_INT64_T, win),
+                    "an 8 KiB put to a never-attached buffer");
+    }
     range_ops(8, 1, "at address 8");
     range_ops(tblock + B_OFF + RSZ - 8, 2, "straddling the end of B");
     range_ops(tblock + B_OFF - 8, 2, "straddling the start of B");
     MPI_Barrier(MPI_COMM_WORLD);
     {
         int bad = sentinel_damage(A_OFF + RSZ, B_OFF) + sentinel_damage(B_OFF + RSZ, BLK), badn = 0;
-        for (int o = 0; o < RSZ; o += 8) if (*(int64_t *) (never + o) != SENT) badn++;
+        for (int o = 0; o < NEVER; o += 8) if (*(int64_t *) (never + o) != SENT) badn++;
         TU_CHECK(0 == bad, "%d int64 outside the attached regions were modified", bad);
         TU_CHECK(0 == badn, "%d int64 of the never-attached buffer were modified", badn);
     }

@@ -12,7 +12,8 @@
  *     consecutive values, also across a flush in the middle (mutual
  *     exclusion over the whole epoch, operations applied in order);
  *   - puts to the origin's own slots (and a strided put that issues in the
- *     middle of an epoch) are read back by a later shared epoch of gets;
+ *     middle of an epoch, and a 4800-byte put among an epoch's small ones)
+ *     are read back by a later shared epoch of gets;
  *   - accumulates under shared locks and lock_all all count;
  *   - the target finds the counter and the sum of everybody's operations.
  * Run on one node, over TCP and across hosts with and without the delayed
@@ -26,7 +27,9 @@
 #define W_SUM 1
 #define SLOTS 8                           /* first origin slot word */
 #define REGION (MAXN + 4)                 /* words per origin: MAXN, then the strided put's */
-static const int sizes[] = {1, 3, 70, 1000, 2, 300, 64, 65, 513};
+static const int sizes[] = {1, 3, 70, 1000, 2, 300, 240, 241, 513};
+#define BIG_FROM 250                      /* epochs of 1000: one put of these words */
+#define BIG_TO 850
 #define NSIZES ((int) (sizeof(sizes) / sizeof(sizes[0])))
 
 enum { K_FOP, K_PUT, K_GET_ACC, K_FOP_FLUSH, K_LOCKALL, NKINDS };
@@ -70,16 +73,26 @@ static void fops(ctx_t *c, int from, int to)
 }
 
 /* n puts to the slots; in a long epoch a strided put in the middle, which
- * cannot be carried. */
+ * cannot be carried; in an epoch of 1000 words BIG_FROM..BIG_TO in one put
+ * larger than a batch, between small ones (carried in a batch of its own,
+ * or issued where the lock was found taken). */
 static void put_slots(ctx_t *c, int round, int n)
 {
     MPI_Datatype strided;
+    int mid = n >= MAXN ? BIG_TO + 10 : n / 2;
 
     for (int i = 0; i < n; i++) {
+        if (n >= MAXN && BIG_FROM == i) {
+            for (int k = i; k < BIG_TO; k++) c->buf[k] = c->last[k] = stamp(c, round, k);
+            TU_MPI(MPI_Put(&c->buf[i], BIG_TO - i, MPI_UINT64_T, 0, slot(c, i), BIG_TO - i,
+                           MPI_UINT64_T, c->w.win));
+            i = BIG_TO - 1;
+            continue;
+        }
         c->buf[i] = c->last[i] = stamp(c, round, i);
         TU_MPI(MPI_Put(&c->buf[i], 1, MPI_UINT64_T, 0, slot(c, i), 1, MPI_UINT64_T,
                        c->w.win));
-        if (n >= 64 && i == n / 2) {
+        if (n >= 64 && i == mid) {
             c->last[MAXN] = c->last[MAXN + 2] = stamp(c, round, MAXN);
             c->res[0] = c->res[1] = c->last[MAXN];
             TU_MPI(MPI_Type_vector(2, 1, 2, MPI_UINT64_T, &strided));

@@ -25,15 +25,16 @@
  *     sends nothing at all.
  * Longer epochs (Zhao 2016, ScalaRMA chapter 4; docs/synchronization.md,
  * "Long epochs"): full batches go ahead of the grant (OSC_UCXX_LQ_MORE;
- * at most OSC_UCXX_AHEAD, none where the last request to that target
+ * at most OSC_UCXX_AHEAD bytes, none where the last request to that target
  * waited), the request with the first operation where the previous epoch
  * was long, and MPI_Win_unlock sends the last batch with the release: one
- * round trip however many batches.  An operation that cannot be carried
- * (larger than a batch, request operations, derived layouts, user active
- * messages), or a flush, sends what is queued and waits for the grant and
- * every answer; from then on operations issue, and MPI_Win_unlock sends
- * the release behind them on the same endpoint (order_release) and waits
- * for its one answer, which says all of it is done there.
+ * round trip however many batches.  A larger put (OSC_UCXX_CARRY_PUT)
+ * is carried alone.  An operation that cannot be carried (larger, request
+ * operations, derived layouts, user active messages), or a flush, sends
+ * what is queued and waits for the grant and every answer; from then on
+ * operations issue, and MPI_Win_unlock sends the release behind them on
+ * the same endpoint (order_release) and waits for its one answer, which
+ * says all of it is done there.
  * Lock + operations + unlock: one round trip for carried operations, two
  * where an operation issues, or where a long epoch's batches wait for the
  * grant.
@@ -61,18 +62,18 @@
 /* A batch (the request, or a MORE message) stays within these.  Carried,
  * an operation costs a copy of its values here and at the target; issued,
  * the lock request's round trip is waited for mid-epoch.  Within these a
- * batch is one eager fragment of UCX's TCP transport (UCX_TCP_SEG_SIZE,
- * 8 KiB by default) and a waiting batch's copy at the target stays small;
- * an operation larger than a batch issues (zero-copy for large transfers)
- * once the lock is granted. */
-#define OSC_UCXX_CARRY_OPS 64
+ * batch is one or two of UCX's 8 KiB TCP fragments and a waiting batch's
+ * copy at the target stays small; each batch is a message the target
+ * handles and answers, so small operations take as few as that allows. */
+#define OSC_UCXX_CARRY_OPS 240
 #define OSC_UCXX_CARRY_BYTES 4096
-/* Batches sent ahead of the grant: what a waiting request may hold at the
- * target (this many batches), against the round trip a long epoch waits
- * for the grant when it reaches the limit.  Enough that an epoch of a few
- * hundred small operations never waits; a target where the lock was taken
- * gets none (peer->lq_hint). */
-#define OSC_UCXX_AHEAD 8
+/* A larger put is carried alone up to this size: one round trip plus the
+ * bytes' time, for copies at both ends and room at the target meanwhile. */
+#define OSC_UCXX_CARRY_PUT (64 * 1024)
+/* Bytes of batches sent ahead of the grant (a waiting request holds them
+ * at the target; past them a long epoch waits for the grant); none to a
+ * target where the lock was taken (peer->lq_hint). */
+#define OSC_UCXX_AHEAD (64 * 1024)
 
 /* What the previous epoch to a target looked like (peer->lq_hint) */
 #define OSC_UCXX_HINT_LONG 0x1     /* more than one batch, or an operation issued */
@@ -110,7 +111,7 @@ struct ompi_osc_ucxx_lazy_t {
     bool requested;                /* the lock request went (batches follow it) */
     bool long_epoch;               /* a full batch went, or an operation issued */
     bool grant_in;                 /* ... and its answer is in */
-    int ahead;                     /* batches that went after it before that */
+    size_t ahead;                  /* bytes of batches that went after it before that */
     lazy_batch_t *sent, *sent_tail;   /* batches whose answers are not taken yet */
     int32_t err;                   /* the first error of the answers taken */
 };
@@ -196,13 +197,17 @@ static void open_remove(ompi_osc_ucxx_lazy_t *rec)
 
 static bool room(ompi_osc_ucxx_lazy_t *rec, size_t vals, size_t results)
 {
-    return rec->nops < OSC_UCXX_CARRY_OPS && rec->bytes + vals + results <= OSC_UCXX_CARRY_BYTES;
+    return 0 == rec->nops ||   /* (it took fits_a_batch) */
+           (rec->nops < OSC_UCXX_CARRY_OPS && rec->bytes + vals + results <= OSC_UCXX_CARRY_BYTES);
 }
 
-/* An operation that fits no batch issues instead. */
-static bool fits_a_batch(size_t vals, size_t results)
+/* An operation that fits no batch issues; a larger put fills one alone,
+ * but where requests wait (each would hold its put at the target). */
+static bool fits_a_batch(ompi_osc_ucxx_lazy_t *rec, size_t vals, size_t results, bool put)
 {
-    return vals + results <= OSC_UCXX_CARRY_BYTES;
+    return vals + results <= OSC_UCXX_CARRY_BYTES ||
+           (put && vals <= OSC_UCXX_CARRY_PUT &&
+            !(rec->module->peers[rec->target].lq_hint & OSC_UCXX_HINT_WAITED));
 }
 
 /* Room for one more result place in the batch being built. */
@@ -456,11 +461,11 @@ static int send_batch(ompi_osc_ucxx_lazy_t *rec, uint32_t flags)
         return rc;
     }
     if (rec->requested && !rec->grant_in) {
-        int limit = (peer->lq_hint & OSC_UCXX_HINT_WAITED) ? 0 : OSC_UCXX_AHEAD;
-        if (rec->ahead >= limit && NULL != rec->sent) {
+        size_t limit = (peer->lq_hint & OSC_UCXX_HINT_WAITED) ? 0 : OSC_UCXX_AHEAD;
+        if (rec->ahead + rec->len > limit && NULL != rec->sent) {
             (void) wait_answer(rec->sent);   /* (the request: the first not taken) */
         } else {
-            rec->ahead++;
+            rec->ahead += rec->len;
         }
     }
     take_answers(rec, false);
@@ -660,7 +665,7 @@ int ompi_osc_ucxx_lazy_put_get(ompi_osc_ucxx_target_t *t, bool is_put, void *ori
 
     if (NULL != req || t->view->memhandle || size > UINT32_MAX ||
         !contiguous(origin_dt, origin_count) || !contiguous(target_dt, target_count) ||
-        !fits_a_batch(is_put ? size : 0, is_put ? 0 : size)) {
+        !fits_a_batch(rec, is_put ? size : 0, is_put ? 0 : size, is_put)) {
         return issue(rec);
     }
     if (OMPI_SUCCESS != (rc = make_room(rec, is_put ? size : 0, is_put ? 0 : size))) return rc;
@@ -707,7 +712,7 @@ int ompi_osc_ucxx_lazy_acc(ompi_osc_ucxx_acc_t *a, const void *origin_addr, int 
         OSC_UCXX_SINGLE_STRIPES != t->view->single_kind ||
         a->gaps || size > UINT32_MAX || !contiguous(target_dt, target_count) ||
         (values && NULL == origin) || (a->fetch && NULL == result) ||
-        !fits_a_batch(nvals * size, a->fetch ? size : 0)) {
+        !fits_a_batch(rec, nvals * size, a->fetch ? size : 0, false)) {
         return issue(rec);
     }
     if (OMPI_SUCCESS != (rc = make_room(rec, nvals * size, a->fetch ? size : 0))) return rc;
@@ -824,9 +829,8 @@ static int release_done(ompi_osc_ucxx_lazy_t *rec)
     return rc;
 }
 
-/* Release the lock on `target`; then, after issued operations, this
- * process's own completion of them (gets' data, requests: the answer came
- * after the target did everything, so this waits for little). */
+/* Release the lock on `target`; after issued operations, also their completion here
+ * (gets' data, requests), flushed while the release travels (over TCP a round trip). */
 static int release(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
@@ -838,12 +842,12 @@ static int release(ompi_osc_ucxx_module_t *module, int target, int type)
     if (issued) rc = order_release(module, worker, target);
     r2 = release_send(rec, worker);
     if (OMPI_SUCCESS == rc) rc = r2;
-    r2 = release_done(rec);
-    if (OMPI_SUCCESS == rc) rc = r2;
     if (issued) {
         r2 = ompi_osc_ucxx_flush_links(module, target, NULL);
         if (OMPI_SUCCESS == rc) rc = r2;
     }
+    r2 = release_done(rec);
+    if (OMPI_SUCCESS == rc) rc = r2;
     return rc;
 }
 
