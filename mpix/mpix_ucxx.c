@@ -9,14 +9,16 @@
 
 #include "ompi_config.h"
 
-#include "ompi/attribute/attribute.h"
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+
 #include "ompi/communicator/communicator.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/errhandler/errhandler.h"
 #include "ompi/info/info.h"
 #include "ompi/op/op.h"
 #include "ompi/win/win.h"
-#include "opal/util/info.h"
 
 #include "ompi/mca/osc/ucxx/osc_ucxx_ext.h"
 #include "mpix_ucxx.h"
@@ -57,75 +59,108 @@ static int report(MPI_Win win, int rc, const char *func)
     }
 
 /* ------------------------------------------------------------------------- */
-/* Hand-built windows (duplicates, memory-handle windows) */
+/* Local windows (duplicates, memory-handle windows).  osc/ucxx makes the
+ * view on the parent's window and names it by a token; the MPI_Win comes
+ * from the public creation call of the window's flavor over a private
+ * duplicate of MPI_COMM_SELF (a collective of one process: local), whose
+ * info carries the token, so that osc/ucxx takes that creation and attaches
+ * the view to the new window (the parent's group, base and memory model).
+ * Why a duplicate: its error handler returns, so that a failure is reported
+ * through the parent window's handler and not MPI_COMM_SELF's; and the
+ * application's own collectives on MPI_COMM_SELF, in another thread, never
+ * meet ours (ours are one at a time, under self_lock). */
 
-static void copy_info(MPI_Info from, opal_info_t *to)
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Comm self_comm = MPI_COMM_NULL;
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: ours frees the
+ * duplicate while MPI still works. */
+static int self_comm_free(MPI_Comm comm, int keyval, void *value, void *extra)
 {
-    int nkeys = 0, flag;
+    (void) comm, (void) keyval, (void) value, (void) extra;
+    return MPI_COMM_NULL == self_comm ? MPI_SUCCESS : MPI_Comm_free(&self_comm);
+}
+
+/* The duplicate, made at the first local window (under self_lock). */
+static int self_comm_get(void)
+{
+    int keyval, rc;
+
+    if (MPI_COMM_NULL != self_comm) return MPI_SUCCESS;
+    rc = MPI_Comm_dup(MPI_COMM_SELF, &self_comm);
+    if (MPI_SUCCESS == rc) rc = MPI_Comm_set_errhandler(self_comm, MPI_ERRORS_RETURN);
+    if (MPI_SUCCESS == rc) {
+        rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_comm_free, &keyval, NULL);
+    }
+    if (MPI_SUCCESS == rc) rc = MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL);
+    return rc;
+}
+
+/* The parent's info with `overrides`' keys over it, and the view's token. */
+static int local_info(MPI_Win parent, MPI_Info overrides, uint64_t token, MPI_Info *info)
+{
+    int nkeys = 0, flag, rc = MPI_Win_get_info(parent, info);
     char key[MPI_MAX_INFO_KEY + 1], value[MPI_MAX_INFO_VAL + 1];
 
-    if (MPI_INFO_NULL == from) return;
-    MPI_Info_get_nkeys(from, &nkeys);
-    for (int i = 0; i < nkeys; ++i) {
-        MPI_Info_get_nthkey(from, i, key);
-        MPI_Info_get(from, key, MPI_MAX_INFO_VAL, value, &flag);
-        if (flag) opal_info_set(to, key, value);
+    if (MPI_SUCCESS != rc) return rc;
+    if (MPI_INFO_NULL != overrides) rc = MPI_Info_get_nkeys(overrides, &nkeys);
+    for (int i = 0; MPI_SUCCESS == rc && i < nkeys; ++i) {
+        rc = MPI_Info_get_nthkey(overrides, i, key);
+        if (MPI_SUCCESS == rc) rc = MPI_Info_get(overrides, key, MPI_MAX_INFO_VAL, value, &flag);
+        if (MPI_SUCCESS == rc && flag) rc = MPI_Info_set(*info, key, value);
+    }
+    snprintf(value, sizeof(value), "%" PRIu64, token);
+    if (MPI_SUCCESS == rc) rc = MPI_Info_set(*info, OSC_UCXX_VIEW_KEY, value);
+    return rc;
+}
+
+/* The creation call of `flavor` (MPI_WIN_CREATE_FLAVOR's value). */
+static int create_like(int flavor, void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+                       MPI_Win *win)
+{
+    void *ignored;
+
+    switch (flavor) {
+    case MPI_WIN_FLAVOR_ALLOCATE:
+        return MPI_Win_allocate(size, disp_unit, info, self_comm, &ignored, win);
+    case MPI_WIN_FLAVOR_SHARED:
+        return MPI_Win_allocate_shared(size, disp_unit, info, self_comm, &ignored, win);
+    case MPI_WIN_FLAVOR_DYNAMIC:
+        return MPI_Win_create_dynamic(info, self_comm, win);
+    default:
+        return MPI_Win_create(base, size, disp_unit, info, self_comm, win);
     }
 }
 
-/* A window object like parent's (group, error handler, info with `info`'s
- * keys overriding), not yet attached to osc/ucxx. */
-static int window_new(MPI_Win parent, MPI_Info info, ompi_win_t **out)
+/* The MPI_Win for the view `token` names, with parent's error handler (a
+ * new window's is MPI_ERRORS_ARE_FATAL).  The view is dropped if no window
+ * took it. */
+static int local_window(const ompi_osc_ucxx_ext_t *ext, MPI_Win parent, MPI_Info overrides,
+                        uint64_t token, int flavor, void *base, MPI_Aint size, int disp_unit,
+                        MPI_Win *win)
 {
-    ompi_win_t *win = OBJ_NEW(ompi_win_t);
-    MPI_Info inherited;
+    MPI_Info info = MPI_INFO_NULL;
+    MPI_Errhandler eh;
+    int rc = local_info(parent, overrides, token, &info);
 
-    if (NULL == win) return MPI_ERR_NO_MEM;
-    win->w_acc_ops = parent->w_acc_ops;
-    win->w_acc_order = parent->w_acc_order;
-    win->w_flavor = parent->w_flavor;
-    win->w_group = parent->w_group;
-    OBJ_RETAIN(win->w_group);
-    OBJ_RELEASE(win->error_handler);
-    win->error_handler = parent->error_handler;
-    OBJ_RETAIN(win->error_handler);
-    win->errhandler_type = parent->errhandler_type;
-    win->w_f_to_c_index = -1;
-    win->super.s_info = OBJ_NEW(opal_info_t);
-    if (MPI_SUCCESS == MPI_Win_get_info(parent, &inherited)) {
-        copy_info(inherited, win->super.s_info);
-        MPI_Info_free(&inherited);
+    if (MPI_SUCCESS == rc) {
+        pthread_mutex_lock(&self_lock);
+        rc = self_comm_get();
+        if (MPI_SUCCESS == rc) rc = create_like(flavor, base, size, disp_unit, info, win);
+        pthread_mutex_unlock(&self_lock);
     }
-    copy_info(info, win->super.s_info);
-    *out = win;
-    return MPI_SUCCESS;
-}
-
-static void window_discard(ompi_win_t *win)
-{
-    if (NULL != win->super.s_info) OBJ_RELEASE(win->super.s_info);
-    OBJ_RELEASE(win);
-}
-
-/* Attributes and the Fortran handle, as MPI_Win_create gives them. */
-static int window_finish(ompi_win_t *win, void *base, MPI_Aint size, int disp_unit)
-{
-    int rc = ompi_attr_set_c(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_BASE, base, true);
-    if (OMPI_SUCCESS == rc)
-        rc = ompi_attr_set_aint(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_SIZE, size, true);
-    if (OMPI_SUCCESS == rc)
-        rc = ompi_attr_set_int(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_DISP_UNIT, disp_unit,
-                               true);
-    if (OMPI_SUCCESS == rc)
-        rc = ompi_attr_set_int(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_CREATE_FLAVOR,
-                               win->w_flavor, true);
-    if (OMPI_SUCCESS == rc)
-        rc = ompi_attr_set_int(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_MODEL, MPI_WIN_UNIFIED,
-                               true);
-    if (OMPI_SUCCESS != rc) return rc;
-    /* without its own slot, MPI_Win_free would clear MPI_WIN_NULL's */
-    win->w_f_to_c_index = opal_pointer_array_add(&ompi_mpi_windows, win);
-    return (-1 == win->w_f_to_c_index) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    if (MPI_INFO_NULL != info) MPI_Info_free(&info);
+    if (MPI_SUCCESS != rc) {
+        ext->view_cancel(token);
+        return rc;
+    }
+    rc = MPI_Win_get_errhandler(parent, &eh);
+    if (MPI_SUCCESS == rc) {
+        rc = MPI_Win_set_errhandler(*win, eh);
+        MPI_Errhandler_free(&eh);
+    }
+    if (MPI_SUCCESS != rc) MPI_Win_free(win);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -135,28 +170,23 @@ int MPIX_Win_dup_with_info(MPI_Win win, MPI_Info info, MPI_Win *newwin)
     static const char func[] = "MPIX_Win_dup_with_info";
     void *base = NULL;
     MPI_Aint *size = NULL;
-    int *disp_unit = NULL, flag, rc;
-    ompi_win_t *nw;
+    int *disp_unit = NULL, *flavor = NULL, flag, rc;
+    uint64_t token;
 
     CHECK_EXT(win, ext, func);
     if (NULL == newwin) return report(win, MPI_ERR_ARG, func);
     MPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag);
     MPI_Win_get_attr(win, MPI_WIN_SIZE, &size, &flag);
     MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &disp_unit, &flag);
+    MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag);
 
-    rc = window_new(win, info, &nw);
-    if (MPI_SUCCESS != rc) return report(win, rc, func);
-    rc = ext->dup(win, nw);
-    if (OMPI_SUCCESS == rc) {
-        rc = window_finish(nw, base, NULL != size ? *size : 0,
-                           NULL != disp_unit ? *disp_unit : 1);
-        if (OMPI_SUCCESS != rc) ompi_win_free(nw);
-    } else {
-        window_discard(nw);
+    rc = ext->dup(win, &token);
+    if (MPI_SUCCESS == rc) {
+        rc = local_window(ext, win, info, token, NULL != flavor ? *flavor : MPI_WIN_FLAVOR_CREATE,
+                          base, NULL != size ? *size : 0, NULL != disp_unit ? *disp_unit : 1,
+                          newwin);
     }
-    if (OMPI_SUCCESS != rc) return report(win, rc, func);
-    *newwin = nw;
-    return MPI_SUCCESS;
+    return report(win, rc, func);
 }
 
 int MPIX_Win_op_intrinsic(const char *ops, MPI_Aint max_count, MPI_Datatype type, MPI_Win win,
@@ -191,28 +221,20 @@ int MPIX_Win_from_memhandle(const void *memhandle, MPI_Aint size, int disp_unit,
                             int target, MPI_Win parentwin, MPI_Win *newwin)
 {
     static const char func[] = "MPIX_Win_from_memhandle";
-    ompi_win_t *nw;
+    uint64_t token;
     int rc;
 
     CHECK_EXT(parentwin, ext, func);
     if (NULL == memhandle || NULL == newwin || size < 0) {
         return report(parentwin, MPI_ERR_ARG, func);
     }
-    if (ompi_win_peer_invalid(parentwin, target)) {
-        return report(parentwin, MPI_ERR_RANK, func);
+    rc = ext->memhandle_window(parentwin, memhandle, (size_t) size, disp_unit, target, &token);
+    /* a window over memory of a fixed size: MPI_Win_create's flavor */
+    if (MPI_SUCCESS == rc) {
+        rc = local_window(ext, parentwin, info, token, MPI_WIN_FLAVOR_CREATE, NULL, size,
+                          disp_unit, newwin);
     }
-    rc = window_new(parentwin, info, &nw);
-    if (MPI_SUCCESS != rc) return report(parentwin, rc, func);
-    rc = ext->memhandle_window(parentwin, memhandle, (size_t) size, disp_unit, target, nw);
-    if (OMPI_SUCCESS == rc) {
-        rc = window_finish(nw, NULL, size, disp_unit);
-        if (OMPI_SUCCESS != rc) ompi_win_free(nw);
-    } else {
-        window_discard(nw);
-    }
-    if (OMPI_SUCCESS != rc) return report(parentwin, rc, func);
-    *newwin = nw;
-    return MPI_SUCCESS;
+    return report(parentwin, rc, func);
 }
 
 int MPIX_Memhandle_release(void *memhandle, MPI_Win parentwin)

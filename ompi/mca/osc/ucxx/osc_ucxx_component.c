@@ -11,6 +11,8 @@
 
 #include "ompi_config.h"
 
+#include <limits.h>
+
 #include "opal/mca/base/mca_base_var.h"
 #include "ompi/runtime/mpiruntime.h"
 
@@ -31,6 +33,9 @@ static int component_finalize(void);
 static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor);
+static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                            struct ompi_communicator_t *comm, struct opal_info_t *info,
+                            int flavor, int *model);
 
 ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .super = {
@@ -47,7 +52,7 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
         },
         .osc_init = component_init,
         .osc_query = component_query,
-        .osc_select = ompi_osc_ucxx_window_create,
+        .osc_select = component_select,
         .osc_finalize = component_finalize,
     },
     .priority = 0,
@@ -550,6 +555,11 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor)
 {
+    /* a handle libmpix_ucxx makes on one of our windows (osc_ucxx_ext.c):
+     * ours whatever the other components say */
+    if (ompi_osc_ucxx_ext_claims(info)) {
+        return INT_MAX;
+    }
     /* A flavor we do not know (a later MPI's) is declined, so that
      * `--mca osc ucxx,sm,rdma` hands it to the next component. */
     if (MPI_WIN_FLAVOR_CREATE != flavor && MPI_WIN_FLAVOR_ALLOCATE != flavor &&
@@ -562,4 +572,14 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
         return -1;
     }
     return OSC_UCXX.priority;
+}
+
+static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                            struct ompi_communicator_t *comm, struct opal_info_t *info,
+                            int flavor, int *model)
+{
+    if (ompi_osc_ucxx_ext_claims(info)) {
+        return ompi_osc_ucxx_ext_adopt(win, base, info, flavor, model);
+    }
+    return ompi_osc_ucxx_window_create(win, base, size, disp_unit, comm, info, flavor, model);
 }

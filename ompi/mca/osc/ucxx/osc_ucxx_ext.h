@@ -15,8 +15,9 @@
 #include "ompi/mca/osc/osc.h"
 
 #define OSC_UCXX_MAGIC 0x6f7363756378782bULL   /* "osc ucxx+" */
-#define OSC_UCXX_EXT_VERSION 2
+#define OSC_UCXX_EXT_VERSION 3
 #define OSC_UCXX_MEMHANDLE_MAX 1024            /* = MPIX_MAX_MEMHANDLE_SIZE */
+#define OSC_UCXX_VIEW_KEY "osc_ucxx_view"      /* (see dup below) */
 
 struct ompi_win_t;
 struct ompi_datatype_t;
@@ -48,9 +49,13 @@ typedef struct {
 typedef struct ompi_osc_ucxx_ext_t {
     int version;
 
-    /* newwin is built by the library (group, info = parent's + overrides,
-     * error handler); this gives it a handle on win's window. */
-    int (*dup)(struct ompi_win_t *win, struct ompi_win_t *newwin);
+    /* MPIX_Win_dup_with_info and MPIX_Win_from_memhandle make a view on the
+     * parent's window and name it by *token; the library then creates the
+     * MPI_Win with the public call of the flavor over MPI_COMM_SELF (local),
+     * with the token as the value of OSC_UCXX_VIEW_KEY in the info, and the
+     * component's select attaches the view to it (group, base and memory
+     * model the parent's).  view_cancel drops a view no creation took. */
+    int (*dup)(struct ompi_win_t *win, uint64_t *token);
 
     int (*op_intrinsic)(struct ompi_win_t *win, const char *ops, ptrdiff_t max_count,
                         struct ompi_datatype_t *type, int *flag);
@@ -71,8 +76,9 @@ typedef struct ompi_osc_ucxx_ext_t {
     int (*memhandle_create)(struct ompi_win_t *parent, void *base, size_t size, void *handle,
                             int *handle_size);
     int (*memhandle_window)(struct ompi_win_t *parent, const void *handle, size_t size,
-                            int disp_unit, int target, struct ompi_win_t *newwin);
+                            int disp_unit, int target, uint64_t *token);
     int (*memhandle_release)(struct ompi_win_t *parent, const void *handle);
+    void (*view_cancel)(uint64_t token);
 
     /* Active messages (version 2; osc_ucxx_uam.c) */
     int (*am_register)(struct ompi_win_t *win, uint64_t op_id, int kind, void *fn, void *extra,
