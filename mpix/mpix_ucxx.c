@@ -3,53 +3,83 @@
  * $COPYRIGHT$
  *
  * libmpix_ucxx: the MPIX_ functions of mpix_ucxx.h.  Argument checks, error
- * handlers and MPI_Win objects live here; the work is done by osc/ucxx
- * through the table its windows carry (osc_ucxx_ext.h).
+ * handlers and MPI_Win objects live here, with MPI's public API only; the
+ * work, and the checks that need Open MPI's internals, are osc/ucxx's,
+ * through the table it exports (osc_ucxx_ext.h).
  */
 
-#include "ompi_config.h"
-
+#define _GNU_SOURCE   /* dl_iterate_phdr */
+#include <dlfcn.h>
 #include <inttypes.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
-
-#include "ompi/communicator/communicator.h"
-#include "ompi/datatype/ompi_datatype.h"
-#include "ompi/errhandler/errhandler.h"
-#include "ompi/info/info.h"
-#include "ompi/op/op.h"
-#include "ompi/win/win.h"
+#include <stdlib.h>
+#include <string.h>
 
 #include "ompi/mca/osc/ucxx/osc_ucxx_ext.h"
 #include "mpix_ucxx.h"
 
+/* ------------------------------------------------------------------------- */
+/* osc/ucxx's table: in the component Open MPI loaded (dlopen, privately),
+ * by name.  Looked for until found: before MPI_Init, or where another
+ * component drives the windows, it is not there. */
+
+static const ompi_osc_ucxx_ext_t *ext_table;
+
+static int find_component(struct dl_phdr_info *info, size_t size, void *path)
+{
+    const char *slash = strrchr(info->dlpi_name, '/');
+    (void) size;
+    if (0 != strcmp(NULL != slash ? slash + 1 : info->dlpi_name, OSC_UCXX_COMPONENT_FILE)) {
+        return 0;
+    }
+    *(const char **) path = info->dlpi_name;
+    return 1;
+}
+
+static const ompi_osc_ucxx_ext_t *ext_find(void)
+{
+    const ompi_osc_ucxx_ext_t *t = __atomic_load_n(&ext_table, __ATOMIC_ACQUIRE);
+    const char *path = NULL;
+    void *handle;
+
+    if (NULL != t) return t;
+    dl_iterate_phdr(find_component, &path);
+    /* (no reference of ours: Open MPI's keeps it loaded until MPI_Finalize) */
+    handle = NULL != path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (NULL == handle) return NULL;
+    t = dlsym(handle, OSC_UCXX_EXT_SYMBOL);
+    dlclose(handle);
+    if (NULL == t || OSC_UCXX_EXT_VERSION != t->version) return NULL;
+    __atomic_store_n(&ext_table, t, __ATOMIC_RELEASE);
+    return t;
+}
+
 /* osc/ucxx's table for this window, or NULL if another component drives it. */
 static const ompi_osc_ucxx_ext_t *ext_of(MPI_Win win)
 {
-    const ompi_osc_ucxx_module_prefix_t *prefix;
-
-    if (NULL == win || MPI_WIN_NULL == win || ompi_win_invalid(win) ||
-        NULL == win->w_osc_module) {
-        return NULL;
-    }
-    prefix = (const ompi_osc_ucxx_module_prefix_t *) win->w_osc_module;
-    if (OSC_UCXX_MAGIC != prefix->magic || NULL == prefix->ext ||
-        OSC_UCXX_EXT_VERSION != prefix->ext->version) {
-        return NULL;
-    }
-    return prefix->ext;
+    const ompi_osc_ucxx_ext_t *ext = ext_find();
+    return NULL != ext && ext->owns(win) ? ext : NULL;
 }
 
 /* Report rc through win's error handler (MPI_COMM_WORLD's without a window). */
 static int report(MPI_Win win, int rc, const char *func)
 {
+    const ompi_osc_ucxx_ext_t *ext;
+
     if (MPI_SUCCESS == rc) {
         return MPI_SUCCESS;
     }
-    if (NULL == win || MPI_WIN_NULL == win || ompi_win_invalid(win)) {
-        return OMPI_ERRHANDLER_INVOKE(&ompi_mpi_comm_world.comm, rc, func);
+    ext = ext_find();
+    if (NULL != ext) return ext->report(win, rc, func);
+    /* no osc/ucxx: every window is another component's (MPI_ERR_WIN) */
+    if (NULL == win || MPI_WIN_NULL == win) {
+        MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    } else {
+        MPI_Win_call_errhandler(win, rc);
     }
-    return OMPI_ERRHANDLER_INVOKE(win, rc, func);
+    return rc;
 }
 
 #define CHECK_EXT(win, ext, func)                                                   \
@@ -248,11 +278,11 @@ int MPIX_Memhandle_release(void *memhandle, MPI_Win parentwin)
 /* ------------------------------------------------------------------------- */
 /* Remote-completing requests */
 
-static int check_rma(MPI_Win win, int origin_count, MPI_Datatype origin_dt, int target,
+static int check_rma(const ompi_osc_ucxx_ext_t *ext, MPI_Win win, int origin_count, MPI_Datatype origin_dt, int target,
                      int target_count, MPI_Datatype target_dt, MPI_Request *request)
 {
     if (NULL == request || origin_count < 0 || target_count < 0) return MPI_ERR_ARG;
-    if (MPI_PROC_NULL != target && ompi_win_peer_invalid(win, target)) return MPI_ERR_RANK;
+    if (MPI_PROC_NULL != target && !ext->rank_ok(win, target)) return MPI_ERR_RANK;
     if ((origin_count > 0 && (NULL == origin_dt || MPI_DATATYPE_NULL == origin_dt)) ||
         NULL == target_dt || MPI_DATATYPE_NULL == target_dt) {
         return MPI_ERR_TYPE;
@@ -260,9 +290,9 @@ static int check_rma(MPI_Win win, int origin_count, MPI_Datatype origin_dt, int 
     return MPI_SUCCESS;
 }
 
-static int check_op(MPI_Op op, bool no_op_ok)
+static int check_op(const ompi_osc_ucxx_ext_t *ext, MPI_Op op, bool no_op_ok)
 {
-    if (NULL == op || MPI_OP_NULL == op || !ompi_op_is_intrinsic(op)) return MPI_ERR_OP;
+    if (NULL == op || MPI_OP_NULL == op || !ext->op_predefined(op)) return MPI_ERR_OP;
     if (!no_op_ok && MPI_NO_OP == op) return MPI_ERR_OP;
     return MPI_SUCCESS;
 }
@@ -274,7 +304,7 @@ int MPIX_Rrput(const void *origin_addr, int origin_count, MPI_Datatype origin_da
     static const char func[] = "MPIX_Rrput";
     int rc;
     CHECK_EXT(win, ext, func);
-    rc = check_rma(win, origin_count, origin_datatype, target_rank, target_count,
+    rc = check_rma(ext, win, origin_count, origin_datatype, target_rank, target_count,
                    target_datatype, request);
     if (MPI_SUCCESS == rc) {
         rc = ext->rrput(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
@@ -291,9 +321,9 @@ int MPIX_Rraccumulate(const void *origin_addr, int origin_count, MPI_Datatype or
     static const char func[] = "MPIX_Rraccumulate";
     int rc;
     CHECK_EXT(win, ext, func);
-    rc = check_rma(win, origin_count, origin_datatype, target_rank, target_count,
+    rc = check_rma(ext, win, origin_count, origin_datatype, target_rank, target_count,
                    target_datatype, request);
-    if (MPI_SUCCESS == rc) rc = check_op(op, false);
+    if (MPI_SUCCESS == rc) rc = check_op(ext, op, false);
     if (MPI_SUCCESS == rc) {
         rc = ext->rraccumulate(origin_addr, origin_count, origin_datatype, NULL, 0, NULL,
                                target_rank, target_disp, target_count, target_datatype, op,
@@ -311,9 +341,9 @@ int MPIX_Rrget_accumulate(const void *origin_addr, int origin_count,
     static const char func[] = "MPIX_Rrget_accumulate";
     int rc;
     CHECK_EXT(win, ext, func);
-    rc = check_rma(win, result_count, result_datatype, target_rank, target_count,
+    rc = check_rma(ext, win, result_count, result_datatype, target_rank, target_count,
                    target_datatype, request);
-    if (MPI_SUCCESS == rc) rc = check_op(op, true);
+    if (MPI_SUCCESS == rc) rc = check_op(ext, op, true);
     if (MPI_SUCCESS == rc) {
         rc = ext->rraccumulate(origin_addr, origin_count, origin_datatype, result_addr,
                                result_count, result_datatype, target_rank, target_disp,
@@ -340,14 +370,12 @@ struct mpix_am_op_s {
 };
 
 static uint64_t am_op_next_id = 1;
-/* The table of the last osc/ucxx window seen: how op create/free learn that
- * they were called from inside a handler. */
-static const ompi_osc_ucxx_ext_t *am_last_ext = NULL;
-
-static bool am_in_handler(const ompi_osc_ucxx_ext_t *ext)
+/* Inside a handler (osc/ucxx runs them): op create/free and every AM call
+ * are refused there. */
+static bool am_in_handler(void)
 {
-    if (NULL != ext) am_last_ext = ext;
-    return NULL != am_last_ext && am_last_ext->am_in_handler();
+    const ompi_osc_ucxx_ext_t *ext = ext_find();
+    return NULL != ext && ext->am_in_handler();
 }
 
 static bool am_op_valid(MPIX_Am_op op)
@@ -360,12 +388,12 @@ static int am_op_create(int kind, void *fn, void *extra, MPIX_Am_op *op)
     static const char func[] = "MPIX_Am_op_create";
     struct mpix_am_op_s *o;
 
-    if (am_in_handler(NULL)) return report(NULL, MPI_ERR_OTHER, func);
+    if (am_in_handler()) return report(NULL, MPI_ERR_OTHER, func);
     if (NULL == fn || NULL == op) return report(NULL, MPI_ERR_ARG, func);
     o = calloc(1, sizeof(*o));
     if (NULL == o) return report(NULL, MPI_ERR_NO_MEM, func);
     o->magic = AM_OP_MAGIC;
-    o->id = opal_atomic_fetch_add_64((volatile int64_t *) &am_op_next_id, 1);
+    o->id = __atomic_fetch_add(&am_op_next_id, 1, __ATOMIC_RELAXED);
     o->kind = kind;
     o->fn = fn;
     o->extra = extra;
@@ -386,7 +414,7 @@ int MPIX_Amv_op_create(MPIX_Amv_user_function *user_fn, void *extra_state, MPIX_
 int MPIX_Am_op_free(MPIX_Am_op *op)
 {
     static const char func[] = "MPIX_Am_op_free";
-    if (am_in_handler(NULL)) return report(NULL, MPI_ERR_OTHER, func);
+    if (am_in_handler()) return report(NULL, MPI_ERR_OTHER, func);
     if (NULL == op) return report(NULL, MPI_ERR_ARG, func);
     if (!am_op_valid(*op)) return report(NULL, MPI_ERR_OP, func);
     (*op)->magic = AM_OP_DEAD;  /* the shell stays: see above */
@@ -398,7 +426,7 @@ int MPIX_Am_op_free(MPIX_Am_op *op)
 /* The checks every window-based AM call starts with. */
 #define CHECK_AM_EXT(win, ext, func)                                              \
     CHECK_EXT(win, ext, func);                                                    \
-    if (am_in_handler(ext)) return report(win, MPI_ERR_OTHER, func);              \
+    if (am_in_handler()) return report(win, MPI_ERR_OTHER, func);              \
     if (OSC_UCXX_EXT_VERSION > ext->version || NULL == ext->am_issue)             \
         return report(win, MPI_ERR_WIN, func);
 
@@ -448,9 +476,9 @@ int MPIX_Win_am_epoch_assert(int mpi_assert, MPI_Win win)
     return report(win, ext->am_epoch_assert(win, mpi_assert), func);
 }
 
-static bool am_bad_type(MPI_Datatype dt)
+static bool am_bad_type(const ompi_osc_ucxx_ext_t *ext, MPI_Datatype dt)
 {
-    return NULL == dt || MPI_DATATYPE_NULL == dt || !ompi_datatype_is_committed(dt);
+    return NULL == dt || MPI_DATATYPE_NULL == dt || !ext->type_committed(dt);
 }
 
 /* The S29 checks the library can make without the window's state. */
@@ -470,11 +498,11 @@ static int am_call(int kind, const void *in_addr, int in_count, MPI_Datatype in_
     if (in_count < 0 || out_count < 0 || pcount < 0 || num_segments < 0) {
         return report(win, MPI_ERR_COUNT, func);
     }
-    if (MPI_PROC_NULL != target && ompi_win_peer_invalid(win, target)) {
+    if (MPI_PROC_NULL != target && !ext->rank_ok(win, target)) {
         return report(win, MPI_ERR_RANK, func);
     }
-    if (am_bad_type(in_dt) || am_bad_type(out_dt) || am_bad_type(tin_dt) || am_bad_type(p_dt) ||
-        am_bad_type(tout_dt)) {
+    if (am_bad_type(ext, in_dt) || am_bad_type(ext, out_dt) || am_bad_type(ext, tin_dt) ||
+        am_bad_type(ext, p_dt) || am_bad_type(ext, tout_dt)) {
         return report(win, MPI_ERR_TYPE, func);
     }
     a = (ompi_osc_ucxx_am_args_t){in_addr, in_count, in_dt, out_addr, out_count, out_dt,

@@ -291,13 +291,18 @@ static const ompi_osc_base_module_t module_template = {
 /* What the layers above the window keep in it (osc_ucxx_window.c calls
  * these through the table below). */
 
-/* A new handle: its module table, and the extension table libmpix_ucxx
- * finds it by. */
+/* A new handle: its module table. */
 static void view_init(ompi_osc_ucxx_view_t *view)
 {
     view->super = module_template;
     ompi_osc_ucxx_acc_entries(&view->super);
-    view->ext = &ompi_osc_ucxx_ext;
+}
+
+/* Every handle of ours frees through win_free: how libmpix_ucxx's calls
+ * tell our windows from other components' (osc_ucxx_ext.c). */
+bool ompi_osc_ucxx_is_ours(struct ompi_win_t *win)
+{
+    return NULL != win->w_osc_module && win_free == win->w_osc_module->osc_free;
 }
 
 /* A new core's access epoch object (none in force yet); the rest of the

@@ -11,6 +11,8 @@
 
 #include <ctype.h>
 
+#include "ompi/communicator/communicator.h"
+#include "ompi/errhandler/errhandler.h"
 #include "ompi/group/group.h"
 #include "ompi/op/op.h"
 #include "opal/util/info.h"
@@ -18,6 +20,37 @@
 #include "osc_ucxx.h"
 #include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_uam.h"
+
+/* ------------------------------------------------------------------------- */
+/* What the library checks through us: MPI's own argument checks. */
+
+static bool ext_owns(struct ompi_win_t *win)
+{
+    return !ompi_win_invalid(win) && ompi_osc_ucxx_is_ours(win);
+}
+
+static int ext_report(struct ompi_win_t *win, int rc, const char *func)
+{
+    if (ompi_win_invalid(win)) {
+        return OMPI_ERRHANDLER_INVOKE(&ompi_mpi_comm_world.comm, rc, func);
+    }
+    return OMPI_ERRHANDLER_INVOKE(win, rc, func);
+}
+
+static bool ext_rank_ok(struct ompi_win_t *win, int rank)
+{
+    return !ompi_win_peer_invalid(win, rank);
+}
+
+static bool ext_type_committed(struct ompi_datatype_t *type)
+{
+    return ompi_datatype_is_committed(type);
+}
+
+static bool ext_op_predefined(struct ompi_op_t *op)
+{
+    return ompi_op_is_intrinsic(op);
+}
 
 /* ------------------------------------------------------------------------- */
 /* Local windows (MPIX_Win_dup_with_info, MPIX_Win_from_memhandle): a view
@@ -415,6 +448,11 @@ static int ext_am_register(struct ompi_win_t *win, uint64_t op_id, int kind, voi
 
 const ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext = {
     .version = OSC_UCXX_EXT_VERSION,
+    .owns = ext_owns,
+    .report = ext_report,
+    .rank_ok = ext_rank_ok,
+    .type_committed = ext_type_committed,
+    .op_predefined = ext_op_predefined,
     .dup = ext_dup,
     .op_intrinsic = ext_op_intrinsic,
     .rrput = ext_rrput,

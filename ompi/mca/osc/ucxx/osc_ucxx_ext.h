@@ -3,18 +3,25 @@
  * $COPYRIGHT$
  *
  * The contract between osc/ucxx and libmpix_ucxx.  The library cannot link
- * against the component (Open MPI loads it privately), so it finds this
- * table through the window: every osc/ucxx window's w_osc_module starts with
- * the osc module table, then OSC_UCXX_MAGIC, then a pointer to this table.
- * The library checks the magic before trusting anything else.
+ * against the component (Open MPI loads it privately), so it looks this
+ * table up by name (OSC_UCXX_EXT_SYMBOL) in the loaded component with
+ * dlsym, and asks it (owns) whether a window is osc/ucxx's.  Everything
+ * that needs Open MPI's internals (what a window, a rank of it, a datatype
+ * or an op is; invoking an error handler with the function's name) is on
+ * this side: the library uses MPI's public API only.
  */
 
 #ifndef OMPI_OSC_UCXX_EXT_H
 #define OMPI_OSC_UCXX_EXT_H
 
-#include "ompi/mca/osc/osc.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#define OSC_UCXX_MAGIC 0x6f7363756378782bULL   /* "osc ucxx+" */
+#include <mpi.h>
+
+#define OSC_UCXX_EXT_SYMBOL "ompi_osc_ucxx_ext"  /* the table's name in the component */
+#define OSC_UCXX_COMPONENT_FILE "mca_osc_ucxx.so"
 #define OSC_UCXX_EXT_VERSION 3
 #define OSC_UCXX_MEMHANDLE_MAX 1024            /* = MPIX_MAX_MEMHANDLE_SIZE */
 #define OSC_UCXX_VIEW_KEY "osc_ucxx_view"      /* (see dup below) */
@@ -48,6 +55,18 @@ typedef struct {
 
 typedef struct ompi_osc_ucxx_ext_t {
     int version;
+
+    /* Is win a live osc/ucxx window (MPI_WIN_NULL, a freed or another
+     * component's window: false)? */
+    bool (*owns)(struct ompi_win_t *win);
+    /* rc through win's error handler (MPI_COMM_WORLD's for an invalid
+     * window), naming func as MPI's own functions do; returns rc's class. */
+    int (*report)(struct ompi_win_t *win, int rc, const char *func);
+    /* The checks MPI's own functions make: a rank of win's group, a
+     * committed datatype, a predefined op. */
+    bool (*rank_ok)(struct ompi_win_t *win, int rank);
+    bool (*type_committed)(struct ompi_datatype_t *type);
+    bool (*op_predefined)(struct ompi_op_t *op);
 
     /* MPIX_Win_dup_with_info and MPIX_Win_from_memhandle make a view on the
      * parent's window and name it by *token; the library then creates the
@@ -93,12 +112,5 @@ typedef struct ompi_osc_ucxx_ext_t {
     /* Is the calling thread inside an AM handler? */
     bool (*am_in_handler)(void);
 } ompi_osc_ucxx_ext_t;
-
-/* How the library recognizes an osc/ucxx window. */
-typedef struct {
-    ompi_osc_base_module_t super;
-    uint64_t magic;
-    const ompi_osc_ucxx_ext_t *ext;
-} ompi_osc_ucxx_module_prefix_t;
 
 #endif
