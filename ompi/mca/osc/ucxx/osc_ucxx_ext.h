@@ -26,11 +26,6 @@
 #define OSC_UCXX_MEMHANDLE_MAX 1024            /* = MPIX_MAX_MEMHANDLE_SIZE */
 #define OSC_UCXX_VIEW_KEY "osc_ucxx_view"      /* (see dup below) */
 
-struct ompi_win_t;
-struct ompi_datatype_t;
-struct ompi_op_t;
-struct ompi_request_t;
-
 /* Active messages: AM_OP_AM / AM_OP_AMV handler kinds, and one MPIX_Am*
  * call's arguments (checked by the library for NULLs and signs). */
 #define OSC_UCXX_AM_OP_AM  1
@@ -38,17 +33,17 @@ struct ompi_request_t;
 typedef struct {
     const void *in_addr;
     int in_count;
-    struct ompi_datatype_t *in_dt;
+    MPI_Datatype in_dt;
     void *out_addr;
     int out_count;
-    struct ompi_datatype_t *out_dt;
+    MPI_Datatype out_dt;
     int num_segments;
     int target;
-    struct ompi_datatype_t *tin_dt;
+    MPI_Datatype tin_dt;
     ptrdiff_t pdisp;
     int pcount;
-    struct ompi_datatype_t *p_dt;
-    struct ompi_datatype_t *tout_dt;
+    MPI_Datatype p_dt;
+    MPI_Datatype tout_dt;
     uint64_t op_id;
     int op_kind;
 } ompi_osc_ucxx_am_args_t;
@@ -58,15 +53,15 @@ typedef struct ompi_osc_ucxx_ext_t {
 
     /* Is win a live osc/ucxx window (MPI_WIN_NULL, a freed or another
      * component's window: false)? */
-    bool (*owns)(struct ompi_win_t *win);
+    bool (*owns)(MPI_Win win);
     /* rc through win's error handler (MPI_COMM_WORLD's for an invalid
      * window), naming func as MPI's own functions do; returns rc's class. */
-    int (*report)(struct ompi_win_t *win, int rc, const char *func);
+    int (*report)(MPI_Win win, int rc, const char *func);
     /* The checks MPI's own functions make: a rank of win's group, a
      * committed datatype, a predefined op. */
-    bool (*rank_ok)(struct ompi_win_t *win, int rank);
-    bool (*type_committed)(struct ompi_datatype_t *type);
-    bool (*op_predefined)(struct ompi_op_t *op);
+    bool (*rank_ok)(MPI_Win win, int rank);
+    bool (*type_committed)(MPI_Datatype type);
+    bool (*op_predefined)(MPI_Op op);
 
     /* MPIX_Win_dup_with_info and MPIX_Win_from_memhandle make a view on the
      * parent's window and name it by *token; the library then creates the
@@ -74,41 +69,41 @@ typedef struct ompi_osc_ucxx_ext_t {
      * with the token as the value of OSC_UCXX_VIEW_KEY in the info, and the
      * component's select attaches the view to it (group, base and memory
      * model the parent's).  view_cancel drops a view no creation took. */
-    int (*dup)(struct ompi_win_t *win, uint64_t *token);
+    int (*dup)(MPI_Win win, uint64_t *token);
 
-    int (*op_intrinsic)(struct ompi_win_t *win, const char *ops, ptrdiff_t max_count,
-                        struct ompi_datatype_t *type, int *flag);
+    int (*op_intrinsic)(MPI_Win win, const char *ops, ptrdiff_t max_count,
+                        MPI_Datatype type, int *flag);
 
     /* Remote-completing request-based operations */
-    int (*rrput)(const void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+    int (*rrput)(const void *origin_addr, int origin_count, MPI_Datatype origin_dt,
                  int target, ptrdiff_t target_disp, int target_count,
-                 struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
-                 struct ompi_request_t **request);
+                 MPI_Datatype target_dt, MPI_Win win,
+                 MPI_Request *request);
     int (*rraccumulate)(const void *origin_addr, int origin_count,
-                        struct ompi_datatype_t *origin_dt, void *result_addr, int result_count,
-                        struct ompi_datatype_t *result_dt, int target, ptrdiff_t target_disp,
-                        int target_count, struct ompi_datatype_t *target_dt,
-                        struct ompi_op_t *op, bool fetch, struct ompi_win_t *win,
-                        struct ompi_request_t **request);
+                        MPI_Datatype origin_dt, void *result_addr, int result_count,
+                        MPI_Datatype result_dt, int target, ptrdiff_t target_disp,
+                        int target_count, MPI_Datatype target_dt,
+                        MPI_Op op, bool fetch, MPI_Win win,
+                        MPI_Request *request);
 
     /* Memory handles: parentwin is a dynamic osc/ucxx window */
-    int (*memhandle_create)(struct ompi_win_t *parent, void *base, size_t size, void *handle,
+    int (*memhandle_create)(MPI_Win parent, void *base, size_t size, void *handle,
                             int *handle_size);
-    int (*memhandle_window)(struct ompi_win_t *parent, const void *handle, size_t size,
+    int (*memhandle_window)(MPI_Win parent, const void *handle, size_t size,
                             int disp_unit, int target, uint64_t *token);
-    int (*memhandle_release)(struct ompi_win_t *parent, const void *handle);
+    int (*memhandle_release)(MPI_Win parent, const void *handle);
     void (*view_cancel)(uint64_t token);
 
     /* Active messages (version 2; osc_ucxx_uam.c) */
-    int (*am_register)(struct ompi_win_t *win, uint64_t op_id, int kind, void *fn, void *extra,
+    int (*am_register)(MPI_Win win, uint64_t op_id, int kind, void *fn, void *extra,
                        int index);
-    int (*am_deregister)(struct ompi_win_t *win, uint64_t op_id);
-    int (*am_attach)(struct ompi_win_t *win, void *buffer, size_t size);
-    int (*am_detach)(struct ompi_win_t *win, void *buffer);
-    int (*am_epoch_assert)(struct ompi_win_t *win, int assert);
+    int (*am_deregister)(MPI_Win win, uint64_t op_id);
+    int (*am_attach)(MPI_Win win, void *buffer, size_t size);
+    int (*am_detach)(MPI_Win win, void *buffer);
+    int (*am_epoch_assert)(MPI_Win win, int assert);
     /* counts: MPIX_Amv's output counts (NULL for MPIX_Am); req: MPIX_Ram* */
-    int (*am_issue)(struct ompi_win_t *win, const ompi_osc_ucxx_am_args_t *args, int *counts,
-                    struct ompi_request_t **req);
+    int (*am_issue)(MPI_Win win, const ompi_osc_ucxx_am_args_t *args, int *counts,
+                    MPI_Request *req);
     /* Is the calling thread inside an AM handler? */
     bool (*am_in_handler)(void);
 } ompi_osc_ucxx_ext_t;
