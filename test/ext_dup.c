@@ -36,7 +36,12 @@
  *    counting one: a bad call through D reaches it with D and the class),
  *    a Fortran handle of its own, no private info key; data put through D
  *    is read through P.  Open MPI 5: a dup whose creation Open MPI refuses
- *    (accumulate_ops=bogus) returns MPI_ERR_WIN through P's handler. */
+ *    (accumulate_ops=bogus) returns MPI_ERR_WIN through P's handler.
+ * --other (run with --mca osc ucxx,sm or --mca osc sm, one node): a window
+ * of another component (MPI_Win_allocate_shared: osc/sm) gets MPI_ERR_WIN
+ * through its own error handler from MPIX_Win_dup_with_info,
+ * MPIX_Win_op_intrinsic, MPIX_Rrput, MPIX_Memhandle_create and
+ * MPIX_Win_from_memhandle, whether osc/ucxx is loaded or not. */
 #include "testutil.h"
 #include "mpix_ucxx.h"
 #include <pthread.h>
@@ -248,6 +253,37 @@ static void part_object(void)
              (unsigned long) got);
     MPI_Barrier(MPI_COMM_WORLD);
     TU_MPI(MPI_Win_free(&D));
+}
+
+/* ---- --other: another component's window ---- */
+static void part_other(void)
+{
+    MPI_Errhandler eh;
+    MPI_Win w, d = MPI_WIN_NULL;
+    MPI_Request req;
+    uint64_t *base, v = 1;
+    char handle[MPIX_MAX_MEMHANDLE_SIZE];
+    int flag, hsize, r[5];
+
+    TU_MPI(MPI_Win_allocate_shared(64, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w));
+    TU_MPI(MPI_Win_create_errhandler(count_eh, &eh));
+    TU_MPI(MPI_Win_set_errhandler(w, eh));
+    memset(handle, 0, sizeof(handle));
+    eh_calls = 0;
+    r[0] = MPIX_Win_dup_with_info(w, MPI_INFO_NULL, &d);
+    r[1] = MPIX_Win_op_intrinsic("sum", 1, MPI_INT, w, &flag);
+    r[2] = MPIX_Rrput(&v, 1, MPI_UINT64_T, 0, 0, 1, MPI_UINT64_T, w, &req);
+    r[3] = MPIX_Memhandle_create(base, 8, MPI_INFO_NULL, w, handle, &hsize);
+    r[4] = MPIX_Win_from_memhandle(handle, 8, 8, MPI_INFO_NULL, 0, w, &d);
+    for (int i = 0; i < 5; i++) {
+        TU_CHECK(MPI_ERR_WIN == tu_err_class(r[i]), "other: call %d returned %s, expected "
+                 "MPI_ERR_WIN", i, tu_err_class_name(tu_err_class(r[i])));
+    }
+    TU_CHECK(5 == eh_calls && w == eh_win && MPI_ERR_WIN == eh_class && MPI_WIN_NULL == d,
+             "other: %d calls of the window's handler (class %d), expected 5", eh_calls, eh_class);
+    TU_MPI(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+    TU_MPI(MPI_Errhandler_free(&eh));
+    TU_MPI(MPI_Win_free(&w));
 }
 
 /* ---- 2. data and shared epochs ---- */
@@ -562,11 +598,22 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     N = tu_slow_transport() ? 10 : 20;
-    if (argc > 1) N = atoi(argv[1]);
+    if (argc > 1 && '-' != argv[1][0]) N = atoi(argv[1]);
     next = (rank + 1) % nprocs;
     prev = (rank + nprocs - 1) % nprocs;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+
+    if (tu_opt_flag(argc, argv, "--other")) {
+        if (tu_multi_node()) {
+            if (0 == rank) printf("ext_dup --other: osc/sm needs one node: skipped\n");
+        } else {
+            part_other();
+        }
+        rc = tu_finish("ext_dup");
+        MPI_Finalize();
+        return rc;
+    }
 
     /* 6. MPI_WIN_NULL */
     {
