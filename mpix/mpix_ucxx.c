@@ -64,14 +64,10 @@ static const ompi_osc_ucxx_ext_t *ext_of(MPI_Win win)
 }
 
 /* Report rc through win's error handler (MPI_COMM_WORLD's without a window). */
-static int report(MPI_Win win, int rc, const char *func)
+static __attribute__((noinline)) int report_error(MPI_Win win, int rc, const char *func)
 {
-    const ompi_osc_ucxx_ext_t *ext;
+    const ompi_osc_ucxx_ext_t *ext = ext_find();
 
-    if (MPI_SUCCESS == rc) {
-        return MPI_SUCCESS;
-    }
-    ext = ext_find();
     if (NULL != ext) return ext->report(win, rc, func);
     /* no osc/ucxx: every window is another component's (MPI_ERR_WIN) */
     if (NULL == win || MPI_WIN_NULL == win) {
@@ -80,6 +76,11 @@ static int report(MPI_Win win, int rc, const char *func)
         MPI_Win_call_errhandler(win, rc);
     }
     return rc;
+}
+
+static inline int report(MPI_Win win, int rc, const char *func)
+{
+    return MPI_SUCCESS == rc ? MPI_SUCCESS : report_error(win, rc, func);
 }
 
 #define CHECK_EXT(win, ext, func)                                                   \
