@@ -127,8 +127,10 @@ static int self_comm_get(void)
     return rc;
 }
 
-/* The parent's info with `overrides`' keys over it, and the view's token. */
-static int local_info(MPI_Win parent, MPI_Info overrides, uint64_t token, MPI_Info *info)
+/* The parent's info with `overrides`' keys over it, and the view's token;
+ * MPI_ERR_WIN (Open MPI 5.0's answer) for a value a creation would refuse. */
+static int local_info(const ompi_osc_ucxx_ext_t *ext, MPI_Win parent, MPI_Info overrides,
+                      uint64_t token, MPI_Info *info)
 {
     int nkeys = 0, flag, rc = MPI_Win_get_info(parent, info);
     char key[MPI_MAX_INFO_KEY + 1], value[MPI_MAX_INFO_VAL + 1];
@@ -138,6 +140,7 @@ static int local_info(MPI_Win parent, MPI_Info overrides, uint64_t token, MPI_In
     for (int i = 0; MPI_SUCCESS == rc && i < nkeys; ++i) {
         rc = MPI_Info_get_nthkey(overrides, i, key);
         if (MPI_SUCCESS == rc) rc = MPI_Info_get(overrides, key, MPI_MAX_INFO_VAL, value, &flag);
+        if (MPI_SUCCESS == rc && flag && !ext->info_value_ok(key, value)) rc = MPI_ERR_WIN;
         if (MPI_SUCCESS == rc && flag) rc = MPI_Info_set(*info, key, value);
     }
     snprintf(value, sizeof(value), "%" PRIu64, token);
@@ -172,7 +175,7 @@ static int local_window(const ompi_osc_ucxx_ext_t *ext, MPI_Win parent, MPI_Info
 {
     MPI_Info info = MPI_INFO_NULL;
     MPI_Errhandler eh;
-    int rc = local_info(parent, overrides, token, &info);
+    int rc = local_info(ext, parent, overrides, token, &info);
 
     if (MPI_SUCCESS == rc) {
         pthread_mutex_lock(&self_lock);

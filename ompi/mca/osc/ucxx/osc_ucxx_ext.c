@@ -52,6 +52,22 @@ static bool ext_op_predefined(struct ompi_op_t *op)
     return ompi_op_is_intrinsic(op);
 }
 
+/* Open MPI 4.1's window creation crashes on a value of these keys it
+ * cannot parse (its failure path releases an info it never set), so the
+ * library asks first, with the parser Open MPI uses. */
+static bool ext_info_value_ok(const char *key, const char *value)
+{
+    mca_base_var_enum_t *e = NULL;
+    int v;
+
+    if (0 == strcmp(key, "accumulate_ops")) {
+        e = ompi_win_accumulate_ops;
+    } else if (0 == strcmp(key, "accumulate_ordering")) {
+        e = &ompi_win_accumulate_order->super;
+    }
+    return NULL == e || OPAL_SUCCESS == e->value_from_string(e, value, &v);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Local windows (MPIX_Win_dup_with_info, MPIX_Win_from_memhandle): a view
  * on a parent's core, made here first (every argument check, with its
@@ -453,6 +469,7 @@ const ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext = {
     .rank_ok = ext_rank_ok,
     .type_committed = ext_type_committed,
     .op_predefined = ext_op_predefined,
+    .info_value_ok = ext_info_value_ok,
     .dup = ext_dup,
     .op_intrinsic = ext_op_intrinsic,
     .rrput = ext_rrput,

@@ -62,6 +62,9 @@ typedef struct ompi_osc_ucxx_ext_t {
     bool (*rank_ok)(MPI_Win win, int rank);
     bool (*type_committed)(MPI_Datatype type);
     bool (*op_predefined)(MPI_Op op);
+    /* Would a window creation take this value of key (Open MPI parses
+     * accumulate_ops and accumulate_ordering itself)? */
+    bool (*info_value_ok)(const char *key, const char *value);
 
     /* MPIX_Win_dup_with_info and MPIX_Win_from_memhandle make a view on the
      * parent's window and name it by *token; the library then creates the
