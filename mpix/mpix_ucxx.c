@@ -3,51 +3,84 @@
  * $COPYRIGHT$
  *
  * libmpix_ucxx: the MPIX_ functions of mpix_ucxx.h.  Argument checks, error
- * handlers and MPI_Win objects live here; the work is done by osc/ucxx
- * through the table its windows carry (osc_ucxx_ext.h).
+ * handlers and MPI_Win objects live here, with MPI's public API only; the
+ * work, and the checks that need Open MPI's internals, are osc/ucxx's,
+ * through the table it exports (osc_ucxx_ext.h).
  */
 
-#include "ompi_config.h"
-
-#include "ompi/attribute/attribute.h"
-#include "ompi/communicator/communicator.h"
-#include "ompi/datatype/ompi_datatype.h"
-#include "ompi/errhandler/errhandler.h"
-#include "ompi/info/info.h"
-#include "ompi/op/op.h"
-#include "ompi/win/win.h"
-#include "opal/util/info.h"
+#define _GNU_SOURCE   /* dl_iterate_phdr */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ompi/mca/osc/ucxx/osc_ucxx_ext.h"
 #include "mpix_ucxx.h"
 
+/* ------------------------------------------------------------------------- */
+/* osc/ucxx's table: in the component Open MPI loaded (dlopen, privately),
+ * by name.  Looked for until found: before MPI_Init, or where another
+ * component drives the windows, it is not there. */
+
+static const ompi_osc_ucxx_ext_t *ext_table;
+
+static int find_component(struct dl_phdr_info *info, size_t size, void *path)
+{
+    const char *slash = strrchr(info->dlpi_name, '/');
+    (void) size;
+    if (0 != strcmp(NULL != slash ? slash + 1 : info->dlpi_name, OSC_UCXX_COMPONENT_FILE)) {
+        return 0;
+    }
+    *(const char **) path = info->dlpi_name;
+    return 1;
+}
+
+static const ompi_osc_ucxx_ext_t *ext_find(void)
+{
+    const ompi_osc_ucxx_ext_t *t = __atomic_load_n(&ext_table, __ATOMIC_ACQUIRE);
+    const char *path = NULL;
+    void *handle;
+
+    if (NULL != t) return t;
+    dl_iterate_phdr(find_component, &path);
+    /* (no reference of ours: Open MPI's keeps it loaded until MPI_Finalize) */
+    handle = NULL != path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (NULL == handle) return NULL;
+    t = dlsym(handle, OSC_UCXX_EXT_SYMBOL);
+    dlclose(handle);
+    if (NULL == t || OSC_UCXX_EXT_VERSION != t->version) return NULL;
+    __atomic_store_n(&ext_table, t, __ATOMIC_RELEASE);
+    return t;
+}
+
 /* osc/ucxx's table for this window, or NULL if another component drives it. */
 static const ompi_osc_ucxx_ext_t *ext_of(MPI_Win win)
 {
-    const ompi_osc_ucxx_module_prefix_t *prefix;
-
-    if (NULL == win || MPI_WIN_NULL == win || ompi_win_invalid(win) ||
-        NULL == win->w_osc_module) {
-        return NULL;
-    }
-    prefix = (const ompi_osc_ucxx_module_prefix_t *) win->w_osc_module;
-    if (OSC_UCXX_MAGIC != prefix->magic || NULL == prefix->ext ||
-        OSC_UCXX_EXT_VERSION != prefix->ext->version) {
-        return NULL;
-    }
-    return prefix->ext;
+    const ompi_osc_ucxx_ext_t *ext = ext_find();
+    return NULL != ext && ext->owns(win) ? ext : NULL;
 }
 
 /* Report rc through win's error handler (MPI_COMM_WORLD's without a window). */
-static int report(MPI_Win win, int rc, const char *func)
+static __attribute__((noinline)) int report_error(MPI_Win win, int rc, const char *func)
 {
-    if (MPI_SUCCESS == rc) {
-        return MPI_SUCCESS;
+    const ompi_osc_ucxx_ext_t *ext = ext_find();
+
+    if (NULL != ext) return ext->report(win, rc, func);
+    /* no osc/ucxx: every window is another component's (MPI_ERR_WIN) */
+    if (NULL == win || MPI_WIN_NULL == win) {
+        MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    } else {
+        MPI_Win_call_errhandler(win, rc);
     }
-    if (NULL == win || MPI_WIN_NULL == win || ompi_win_invalid(win)) {
-        return OMPI_ERRHANDLER_INVOKE(&ompi_mpi_comm_world.comm, rc, func);
-    }
-    return OMPI_ERRHANDLER_INVOKE(win, rc, func);
+    return rc;
+}
+
+static inline int report(MPI_Win win, int rc, const char *func)
+{
+    return MPI_SUCCESS == rc ? MPI_SUCCESS : report_error(win, rc, func);
 }
 
 #define CHECK_EXT(win, ext, func)                                                   \
@@ -57,75 +90,111 @@ static int report(MPI_Win win, int rc, const char *func)
     }
 
 /* ------------------------------------------------------------------------- */
-/* Hand-built windows (duplicates, memory-handle windows) */
+/* Local windows (duplicates, memory-handle windows).  osc/ucxx makes the
+ * view on the parent's window and names it by a token; the MPI_Win comes
+ * from the public creation call of the window's flavor over a private
+ * duplicate of MPI_COMM_SELF (a collective of one process: local), whose
+ * info carries the token, so that osc/ucxx takes that creation and attaches
+ * the view to the new window (the parent's group, base and memory model).
+ * Why a duplicate: its error handler returns, so that a failure is reported
+ * through the parent window's handler and not MPI_COMM_SELF's; and the
+ * application's own collectives on MPI_COMM_SELF, in another thread, never
+ * meet ours (ours are one at a time, under self_lock). */
 
-static void copy_info(MPI_Info from, opal_info_t *to)
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Comm self_comm = MPI_COMM_NULL;
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: ours frees the
+ * duplicate while MPI still works. */
+static int self_comm_free(MPI_Comm comm, int keyval, void *value, void *extra)
 {
-    int nkeys = 0, flag;
+    (void) comm, (void) keyval, (void) value, (void) extra;
+    return MPI_COMM_NULL == self_comm ? MPI_SUCCESS : MPI_Comm_free(&self_comm);
+}
+
+/* The duplicate, made at the first local window (under self_lock). */
+static int self_comm_get(void)
+{
+    int keyval, rc;
+
+    if (MPI_COMM_NULL != self_comm) return MPI_SUCCESS;
+    rc = MPI_Comm_dup(MPI_COMM_SELF, &self_comm);
+    if (MPI_SUCCESS == rc) rc = MPI_Comm_set_errhandler(self_comm, MPI_ERRORS_RETURN);
+    if (MPI_SUCCESS == rc) {
+        rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_comm_free, &keyval, NULL);
+    }
+    if (MPI_SUCCESS == rc) rc = MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL);
+    return rc;
+}
+
+/* The parent's info with `overrides`' keys over it, and the view's token;
+ * MPI_ERR_WIN (Open MPI 5.0's answer) for a value a creation would refuse. */
+static int local_info(const ompi_osc_ucxx_ext_t *ext, MPI_Win parent, MPI_Info overrides,
+                      uint64_t token, MPI_Info *info)
+{
+    int nkeys = 0, flag, rc = MPI_Win_get_info(parent, info);
     char key[MPI_MAX_INFO_KEY + 1], value[MPI_MAX_INFO_VAL + 1];
 
-    if (MPI_INFO_NULL == from) return;
-    MPI_Info_get_nkeys(from, &nkeys);
-    for (int i = 0; i < nkeys; ++i) {
-        MPI_Info_get_nthkey(from, i, key);
-        MPI_Info_get(from, key, MPI_MAX_INFO_VAL, value, &flag);
-        if (flag) opal_info_set(to, key, value);
+    if (MPI_SUCCESS != rc) return rc;
+    if (MPI_INFO_NULL != overrides) rc = MPI_Info_get_nkeys(overrides, &nkeys);
+    for (int i = 0; MPI_SUCCESS == rc && i < nkeys; ++i) {
+        rc = MPI_Info_get_nthkey(overrides, i, key);
+        if (MPI_SUCCESS == rc) rc = MPI_Info_get(overrides, key, MPI_MAX_INFO_VAL, value, &flag);
+        if (MPI_SUCCESS == rc && flag && !ext->info_value_ok(key, value)) rc = MPI_ERR_WIN;
+        if (MPI_SUCCESS == rc && flag) rc = MPI_Info_set(*info, key, value);
+    }
+    snprintf(value, sizeof(value), "%" PRIu64, token);
+    if (MPI_SUCCESS == rc) rc = MPI_Info_set(*info, OSC_UCXX_VIEW_KEY, value);
+    return rc;
+}
+
+/* The creation call of `flavor` (MPI_WIN_CREATE_FLAVOR's value). */
+static int create_like(int flavor, void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+                       MPI_Win *win)
+{
+    void *ignored;
+
+    switch (flavor) {
+    case MPI_WIN_FLAVOR_ALLOCATE:
+        return MPI_Win_allocate(size, disp_unit, info, self_comm, &ignored, win);
+    case MPI_WIN_FLAVOR_SHARED:
+        return MPI_Win_allocate_shared(size, disp_unit, info, self_comm, &ignored, win);
+    case MPI_WIN_FLAVOR_DYNAMIC:
+        return MPI_Win_create_dynamic(info, self_comm, win);
+    default:
+        return MPI_Win_create(base, size, disp_unit, info, self_comm, win);
     }
 }
 
-/* A window object like parent's (group, error handler, info with `info`'s
- * keys overriding), not yet attached to osc/ucxx. */
-static int window_new(MPI_Win parent, MPI_Info info, ompi_win_t **out)
+/* The MPI_Win for the view `token` names, with parent's error handler (a
+ * new window's is MPI_ERRORS_ARE_FATAL).  The view is dropped if no window
+ * took it. */
+static int local_window(const ompi_osc_ucxx_ext_t *ext, MPI_Win parent, MPI_Info overrides,
+                        uint64_t token, int flavor, void *base, MPI_Aint size, int disp_unit,
+                        MPI_Win *win)
 {
-    ompi_win_t *win = OBJ_NEW(ompi_win_t);
-    MPI_Info inherited;
+    MPI_Info info = MPI_INFO_NULL;
+    MPI_Errhandler eh;
+    int rc = local_info(ext, parent, overrides, token, &info);
 
-    if (NULL == win) return MPI_ERR_NO_MEM;
-    win->w_acc_ops = parent->w_acc_ops;
-    win->w_acc_order = parent->w_acc_order;
-    win->w_flavor = parent->w_flavor;
-    win->w_group = parent->w_group;
-    OBJ_RETAIN(win->w_group);
-    OBJ_RELEASE(win->error_handler);
-    win->error_handler = parent->error_handler;
-    OBJ_RETAIN(win->error_handler);
-    win->errhandler_type = parent->errhandler_type;
-    win->w_f_to_c_index = -1;
-    win->super.s_info = OBJ_NEW(opal_info_t);
-    if (MPI_SUCCESS == MPI_Win_get_info(parent, &inherited)) {
-        copy_info(inherited, win->super.s_info);
-        MPI_Info_free(&inherited);
+    if (MPI_SUCCESS == rc) {
+        pthread_mutex_lock(&self_lock);
+        rc = self_comm_get();
+        if (MPI_SUCCESS == rc) rc = create_like(flavor, base, size, disp_unit, info, win);
+        pthread_mutex_unlock(&self_lock);
     }
-    copy_info(info, win->super.s_info);
-    *out = win;
-    return MPI_SUCCESS;
-}
-
-static void window_discard(ompi_win_t *win)
-{
-    if (NULL != win->super.s_info) OBJ_RELEASE(win->super.s_info);
-    OBJ_RELEASE(win);
-}
-
-/* Attributes and the Fortran handle, as MPI_Win_create gives them. */
-static int window_finish(ompi_win_t *win, void *base, MPI_Aint size, int disp_unit)
-{
-    int rc = ompi_attr_set_c(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_BASE, base, true);
-    if (OMPI_SUCCESS == rc)
-        rc = ompi_attr_set_aint(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_SIZE, size, true);
-    if (OMPI_SUCCESS == rc)
-        rc = ompi_attr_set_int(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_DISP_UNIT, disp_unit,
-                               true);
-    if (OMPI_SUCCESS == rc)
-        rc = ompi_attr_set_int(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_CREATE_FLAVOR,
-                               win->w_flavor, true);
-    if (OMPI_SUCCESS == rc)
-        rc = ompi_attr_set_int(WIN_ATTR, win, &win->w_keyhash, MPI_WIN_MODEL, MPI_WIN_UNIFIED,
-                               true);
-    if (OMPI_SUCCESS != rc) return rc;
-    /* without its own slot, MPI_Win_free would clear MPI_WIN_NULL's */
-    win->w_f_to_c_index = opal_pointer_array_add(&ompi_mpi_windows, win);
-    return (-1 == win->w_f_to_c_index) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    if (MPI_INFO_NULL != info) MPI_Info_free(&info);
+    if (MPI_SUCCESS != rc) {
+        ext->view_cancel(token);
+        return rc;
+    }
+    rc = MPI_Win_get_errhandler(parent, &eh);
+    if (MPI_SUCCESS == rc) {
+        rc = MPI_Win_set_errhandler(*win, eh);
+        MPI_Errhandler_free(&eh);
+    }
+    if (MPI_SUCCESS != rc) MPI_Win_free(win);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -135,28 +204,23 @@ int MPIX_Win_dup_with_info(MPI_Win win, MPI_Info info, MPI_Win *newwin)
     static const char func[] = "MPIX_Win_dup_with_info";
     void *base = NULL;
     MPI_Aint *size = NULL;
-    int *disp_unit = NULL, flag, rc;
-    ompi_win_t *nw;
+    int *disp_unit = NULL, *flavor = NULL, flag, rc;
+    uint64_t token;
 
     CHECK_EXT(win, ext, func);
     if (NULL == newwin) return report(win, MPI_ERR_ARG, func);
     MPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag);
     MPI_Win_get_attr(win, MPI_WIN_SIZE, &size, &flag);
     MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &disp_unit, &flag);
+    MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag);
 
-    rc = window_new(win, info, &nw);
-    if (MPI_SUCCESS != rc) return report(win, rc, func);
-    rc = ext->dup(win, nw);
-    if (OMPI_SUCCESS == rc) {
-        rc = window_finish(nw, base, NULL != size ? *size : 0,
-                           NULL != disp_unit ? *disp_unit : 1);
-        if (OMPI_SUCCESS != rc) ompi_win_free(nw);
-    } else {
-        window_discard(nw);
+    rc = ext->dup(win, &token);
+    if (MPI_SUCCESS == rc) {
+        rc = local_window(ext, win, info, token, NULL != flavor ? *flavor : MPI_WIN_FLAVOR_CREATE,
+                          base, NULL != size ? *size : 0, NULL != disp_unit ? *disp_unit : 1,
+                          newwin);
     }
-    if (OMPI_SUCCESS != rc) return report(win, rc, func);
-    *newwin = nw;
-    return MPI_SUCCESS;
+    return report(win, rc, func);
 }
 
 int MPIX_Win_op_intrinsic(const char *ops, MPI_Aint max_count, MPI_Datatype type, MPI_Win win,
@@ -191,28 +255,20 @@ int MPIX_Win_from_memhandle(const void *memhandle, MPI_Aint size, int disp_unit,
                             int target, MPI_Win parentwin, MPI_Win *newwin)
 {
     static const char func[] = "MPIX_Win_from_memhandle";
-    ompi_win_t *nw;
+    uint64_t token;
     int rc;
 
     CHECK_EXT(parentwin, ext, func);
     if (NULL == memhandle || NULL == newwin || size < 0) {
         return report(parentwin, MPI_ERR_ARG, func);
     }
-    if (ompi_win_peer_invalid(parentwin, target)) {
-        return report(parentwin, MPI_ERR_RANK, func);
+    rc = ext->memhandle_window(parentwin, memhandle, (size_t) size, disp_unit, target, &token);
+    /* a window over memory of a fixed size: MPI_Win_create's flavor */
+    if (MPI_SUCCESS == rc) {
+        rc = local_window(ext, parentwin, info, token, MPI_WIN_FLAVOR_CREATE, NULL, size,
+                          disp_unit, newwin);
     }
-    rc = window_new(parentwin, info, &nw);
-    if (MPI_SUCCESS != rc) return report(parentwin, rc, func);
-    rc = ext->memhandle_window(parentwin, memhandle, (size_t) size, disp_unit, target, nw);
-    if (OMPI_SUCCESS == rc) {
-        rc = window_finish(nw, NULL, size, disp_unit);
-        if (OMPI_SUCCESS != rc) ompi_win_free(nw);
-    } else {
-        window_discard(nw);
-    }
-    if (OMPI_SUCCESS != rc) return report(parentwin, rc, func);
-    *newwin = nw;
-    return MPI_SUCCESS;
+    return report(parentwin, rc, func);
 }
 
 int MPIX_Memhandle_release(void *memhandle, MPI_Win parentwin)
@@ -226,11 +282,11 @@ int MPIX_Memhandle_release(void *memhandle, MPI_Win parentwin)
 /* ------------------------------------------------------------------------- */
 /* Remote-completing requests */
 
-static int check_rma(MPI_Win win, int origin_count, MPI_Datatype origin_dt, int target,
+static int check_rma(const ompi_osc_ucxx_ext_t *ext, MPI_Win win, int origin_count, MPI_Datatype origin_dt, int target,
                      int target_count, MPI_Datatype target_dt, MPI_Request *request)
 {
     if (NULL == request || origin_count < 0 || target_count < 0) return MPI_ERR_ARG;
-    if (MPI_PROC_NULL != target && ompi_win_peer_invalid(win, target)) return MPI_ERR_RANK;
+    if (MPI_PROC_NULL != target && !ext->rank_ok(win, target)) return MPI_ERR_RANK;
     if ((origin_count > 0 && (NULL == origin_dt || MPI_DATATYPE_NULL == origin_dt)) ||
         NULL == target_dt || MPI_DATATYPE_NULL == target_dt) {
         return MPI_ERR_TYPE;
@@ -238,9 +294,9 @@ static int check_rma(MPI_Win win, int origin_count, MPI_Datatype origin_dt, int 
     return MPI_SUCCESS;
 }
 
-static int check_op(MPI_Op op, bool no_op_ok)
+static int check_op(const ompi_osc_ucxx_ext_t *ext, MPI_Op op, bool no_op_ok)
 {
-    if (NULL == op || MPI_OP_NULL == op || !ompi_op_is_intrinsic(op)) return MPI_ERR_OP;
+    if (NULL == op || MPI_OP_NULL == op || !ext->op_predefined(op)) return MPI_ERR_OP;
     if (!no_op_ok && MPI_NO_OP == op) return MPI_ERR_OP;
     return MPI_SUCCESS;
 }
@@ -252,7 +308,7 @@ int MPIX_Rrput(const void *origin_addr, int origin_count, MPI_Datatype origin_da
     static const char func[] = "MPIX_Rrput";
     int rc;
     CHECK_EXT(win, ext, func);
-    rc = check_rma(win, origin_count, origin_datatype, target_rank, target_count,
+    rc = check_rma(ext, win, origin_count, origin_datatype, target_rank, target_count,
                    target_datatype, request);
     if (MPI_SUCCESS == rc) {
         rc = ext->rrput(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
@@ -269,9 +325,9 @@ int MPIX_Rraccumulate(const void *origin_addr, int origin_count, MPI_Datatype or
     static const char func[] = "MPIX_Rraccumulate";
     int rc;
     CHECK_EXT(win, ext, func);
-    rc = check_rma(win, origin_count, origin_datatype, target_rank, target_count,
+    rc = check_rma(ext, win, origin_count, origin_datatype, target_rank, target_count,
                    target_datatype, request);
-    if (MPI_SUCCESS == rc) rc = check_op(op, false);
+    if (MPI_SUCCESS == rc) rc = check_op(ext, op, false);
     if (MPI_SUCCESS == rc) {
         rc = ext->rraccumulate(origin_addr, origin_count, origin_datatype, NULL, 0, NULL,
                                target_rank, target_disp, target_count, target_datatype, op,
@@ -289,9 +345,9 @@ int MPIX_Rrget_accumulate(const void *origin_addr, int origin_count,
     static const char func[] = "MPIX_Rrget_accumulate";
     int rc;
     CHECK_EXT(win, ext, func);
-    rc = check_rma(win, result_count, result_datatype, target_rank, target_count,
+    rc = check_rma(ext, win, result_count, result_datatype, target_rank, target_count,
                    target_datatype, request);
-    if (MPI_SUCCESS == rc) rc = check_op(op, true);
+    if (MPI_SUCCESS == rc) rc = check_op(ext, op, true);
     if (MPI_SUCCESS == rc) {
         rc = ext->rraccumulate(origin_addr, origin_count, origin_datatype, result_addr,
                                result_count, result_datatype, target_rank, target_disp,
@@ -318,14 +374,12 @@ struct mpix_am_op_s {
 };
 
 static uint64_t am_op_next_id = 1;
-/* The table of the last osc/ucxx window seen: how op create/free learn that
- * they were called from inside a handler. */
-static const ompi_osc_ucxx_ext_t *am_last_ext = NULL;
-
-static bool am_in_handler(const ompi_osc_ucxx_ext_t *ext)
+/* Inside a handler (osc/ucxx runs them): op create/free and every AM call
+ * are refused there. */
+static bool am_in_handler(void)
 {
-    if (NULL != ext) am_last_ext = ext;
-    return NULL != am_last_ext && am_last_ext->am_in_handler();
+    const ompi_osc_ucxx_ext_t *ext = ext_find();
+    return NULL != ext && ext->am_in_handler();
 }
 
 static bool am_op_valid(MPIX_Am_op op)
@@ -338,12 +392,12 @@ static int am_op_create(int kind, void *fn, void *extra, MPIX_Am_op *op)
     static const char func[] = "MPIX_Am_op_create";
     struct mpix_am_op_s *o;
 
-    if (am_in_handler(NULL)) return report(NULL, MPI_ERR_OTHER, func);
+    if (am_in_handler()) return report(NULL, MPI_ERR_OTHER, func);
     if (NULL == fn || NULL == op) return report(NULL, MPI_ERR_ARG, func);
     o = calloc(1, sizeof(*o));
     if (NULL == o) return report(NULL, MPI_ERR_NO_MEM, func);
     o->magic = AM_OP_MAGIC;
-    o->id = opal_atomic_fetch_add_64((volatile int64_t *) &am_op_next_id, 1);
+    o->id = __atomic_fetch_add(&am_op_next_id, 1, __ATOMIC_RELAXED);
     o->kind = kind;
     o->fn = fn;
     o->extra = extra;
@@ -364,7 +418,7 @@ int MPIX_Amv_op_create(MPIX_Amv_user_function *user_fn, void *extra_state, MPIX_
 int MPIX_Am_op_free(MPIX_Am_op *op)
 {
     static const char func[] = "MPIX_Am_op_free";
-    if (am_in_handler(NULL)) return report(NULL, MPI_ERR_OTHER, func);
+    if (am_in_handler()) return report(NULL, MPI_ERR_OTHER, func);
     if (NULL == op) return report(NULL, MPI_ERR_ARG, func);
     if (!am_op_valid(*op)) return report(NULL, MPI_ERR_OP, func);
     (*op)->magic = AM_OP_DEAD;  /* the shell stays: see above */
@@ -376,7 +430,7 @@ int MPIX_Am_op_free(MPIX_Am_op *op)
 /* The checks every window-based AM call starts with. */
 #define CHECK_AM_EXT(win, ext, func)                                              \
     CHECK_EXT(win, ext, func);                                                    \
-    if (am_in_handler(ext)) return report(win, MPI_ERR_OTHER, func);              \
+    if (am_in_handler()) return report(win, MPI_ERR_OTHER, func);              \
     if (OSC_UCXX_EXT_VERSION > ext->version || NULL == ext->am_issue)             \
         return report(win, MPI_ERR_WIN, func);
 
@@ -426,9 +480,9 @@ int MPIX_Win_am_epoch_assert(int mpi_assert, MPI_Win win)
     return report(win, ext->am_epoch_assert(win, mpi_assert), func);
 }
 
-static bool am_bad_type(MPI_Datatype dt)
+static bool am_bad_type(const ompi_osc_ucxx_ext_t *ext, MPI_Datatype dt)
 {
-    return NULL == dt || MPI_DATATYPE_NULL == dt || !ompi_datatype_is_committed(dt);
+    return NULL == dt || MPI_DATATYPE_NULL == dt || !ext->type_committed(dt);
 }
 
 /* The S29 checks the library can make without the window's state. */
@@ -448,11 +502,11 @@ static int am_call(int kind, const void *in_addr, int in_count, MPI_Datatype in_
     if (in_count < 0 || out_count < 0 || pcount < 0 || num_segments < 0) {
         return report(win, MPI_ERR_COUNT, func);
     }
-    if (MPI_PROC_NULL != target && ompi_win_peer_invalid(win, target)) {
+    if (MPI_PROC_NULL != target && !ext->rank_ok(win, target)) {
         return report(win, MPI_ERR_RANK, func);
     }
-    if (am_bad_type(in_dt) || am_bad_type(out_dt) || am_bad_type(tin_dt) || am_bad_type(p_dt) ||
-        am_bad_type(tout_dt)) {
+    if (am_bad_type(ext, in_dt) || am_bad_type(ext, out_dt) || am_bad_type(ext, tin_dt) ||
+        am_bad_type(ext, p_dt) || am_bad_type(ext, tout_dt)) {
         return report(win, MPI_ERR_TYPE, func);
     }
     a = (ompi_osc_ucxx_am_args_t){in_addr, in_count, in_dt, out_addr, out_count, out_dt,

@@ -51,8 +51,9 @@ extern "C" {
  * that memory with MPIX_Win_from_memhandle.  `target` is the rank, in
  * parentwin's group, of the process that created the handle; size and
  * disp_unit describe the window the caller sees (size <= the handle's size).
- * The new window is a real MPI_Win (attributes, name, error handler,
- * MPI_Win_free), local to the caller: operations name `target` as their
+ * The new window is a real MPI_Win (attributes, MPI_WIN_FLAVOR_CREATE with
+ * size and disp_unit as given; name, error handler, MPI_Win_free), local to
+ * the caller: operations name `target` as their
  * target rank and displacements count from the handle's base.  Put, get,
  * the accumulate family and the flushes work on it; lock/unlock (and
  * lock_all) are taken on parentwin, which the new window shares workers,

@@ -31,7 +31,17 @@
  *    get) still work, on the same memory, then D freed; D freed first (rank 0
  *    at once, the others after using theirs, also on rank 0), then operations
  *    through P work, then P freed.
- * 6. MPIX_Win_dup_with_info(MPI_WIN_NULL) returns MPI_ERR_WIN (no crash). */
+ * 6. MPIX_Win_dup_with_info(MPI_WIN_NULL) returns MPI_ERR_WIN (no crash).
+ * 7. The object: D has P's flavor, model, group and error handler (a
+ *    counting one: a bad call through D reaches it with D and the class),
+ *    a Fortran handle of its own, no private info key; data put through D
+ *    is read through P.  Open MPI 5: a dup whose creation Open MPI refuses
+ *    (accumulate_ops=bogus) returns MPI_ERR_WIN through P's handler.
+ * --other (run with --mca osc ucxx,sm or --mca osc sm, one node): a window
+ * of another component (MPI_Win_allocate_shared: osc/sm) gets MPI_ERR_WIN
+ * through its own error handler from MPIX_Win_dup_with_info,
+ * MPIX_Win_op_intrinsic, MPIX_Rrput, MPIX_Memhandle_create and
+ * MPIX_Win_from_memhandle, whether osc/ucxx is loaded or not. */
 #include "testutil.h"
 #include "mpix_ucxx.h"
 #include <pthread.h>
@@ -184,6 +194,94 @@ static void part_info(MPI_Win D)
     TU_MPI(MPI_Win_free(&D2));
     TU_CHECK(MPI_WIN_NULL == DD && MPI_WIN_NULL == D2, "1 (%s): MPI_Win_free left a duplicate "
              "handle set", fl());
+}
+
+/* ---- 7. the MPI_Win object ---- */
+static int eh_calls, eh_class;
+static MPI_Win eh_win;
+static void count_eh(MPI_Win *w, int *code, ...)
+{
+    eh_calls++;
+    eh_win = *w;
+    MPI_Error_class(*code, &eh_class);
+}
+
+static void part_object(void)
+{
+    MPI_Errhandler eh;
+    MPI_Win D = MPI_WIN_NULL;
+    int flag = 0, *pf = NULL, r;
+    uint64_t v = 7, got = 0;
+
+    MPI_Win_get_attr(P.win, MPI_WIN_CREATE_FLAVOR, &pf, &flag);
+    TU_MPI(MPI_Win_create_errhandler(count_eh, &eh));
+    TU_MPI(MPI_Win_set_errhandler(P.win, eh));
+    TU_MPI(MPIX_Win_dup_with_info(P.win, MPI_INFO_NULL, &D));
+    tu_check_local_window(D, P.win, *pf, "7 dup");
+    eh_calls = 0;
+    r = MPIX_Win_op_intrinsic("bogus", 1, MPI_INT, D, &flag);
+    TU_CHECK(MPI_ERR_ARG == tu_err_class(r) && 1 == eh_calls && D == eh_win &&
+             MPI_ERR_ARG == eh_class, "7 (%s): a bad MPIX call through the dup returned %d, "
+             "handler calls %d (class %d, on the dup: %d)", fl(), r, eh_calls, eh_class, D == eh_win);
+    eh_calls = 0;
+    r = MPI_Put(&v, 1, MPI_UINT64_T, nprocs, 0, 1, MPI_UINT64_T, D);
+    TU_CHECK(MPI_ERR_RANK == tu_err_class(r) && 1 == eh_calls && D == eh_win,
+             "7 (%s): MPI_Put to rank %d through the dup returned %d, handler calls %d", fl(),
+             nprocs, r, eh_calls);
+    /* a value Open MPI's creation refuses, after osc/ucxx made the view:
+     * the view is dropped.  (Open MPI 4.1's creation itself crashes on a bad
+     * accumulate_ops once a window object was freed before: the library
+     * must refuse the value before it creates.) */
+    MPI_Info bogus = tu_info_new("accumulate_ops", "bogus", NULL);
+    MPI_Win bad = MPI_WIN_NULL;
+    eh_calls = 0;
+    r = MPIX_Win_dup_with_info(P.win, bogus, &bad);
+    TU_CHECK(MPI_ERR_WIN == tu_err_class(r) && 1 == eh_calls && P.win == eh_win &&
+             MPI_WIN_NULL == bad, "7 (%s): a dup with accumulate_ops=bogus returned %d, handler "
+             "calls %d", fl(), r, eh_calls);
+    MPI_Info_free(&bogus);
+    TU_MPI(MPI_Win_set_errhandler(P.win, MPI_ERRORS_RETURN));
+    TU_MPI(MPI_Errhandler_free(&eh));
+    TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, D));
+    TU_MPI(MPI_Put(&v, 1, MPI_UINT64_T, next, tu_disp(&P, next, 8), 1, MPI_UINT64_T, D));
+    TU_MPI(MPI_Win_flush(next, D));
+    TU_MPI(MPI_Get(&got, 1, MPI_UINT64_T, next, tu_disp(&P, next, 8), 1, MPI_UINT64_T, P.win));
+    TU_MPI(MPI_Win_unlock(next, D));
+    TU_CHECK(7 == got, "7 (%s): read %lu through P after a put through the dup", fl(),
+             (unsigned long) got);
+    MPI_Barrier(MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_free(&D));
+}
+
+/* ---- --other: another component's window ---- */
+static void part_other(void)
+{
+    MPI_Errhandler eh;
+    MPI_Win w, d = MPI_WIN_NULL;
+    MPI_Request req;
+    uint64_t *base, v = 1;
+    char handle[MPIX_MAX_MEMHANDLE_SIZE];
+    int flag, hsize, r[5];
+
+    TU_MPI(MPI_Win_allocate_shared(64, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w));
+    TU_MPI(MPI_Win_create_errhandler(count_eh, &eh));
+    TU_MPI(MPI_Win_set_errhandler(w, eh));
+    memset(handle, 0, sizeof(handle));
+    eh_calls = 0;
+    r[0] = MPIX_Win_dup_with_info(w, MPI_INFO_NULL, &d);
+    r[1] = MPIX_Win_op_intrinsic("sum", 1, MPI_INT, w, &flag);
+    r[2] = MPIX_Rrput(&v, 1, MPI_UINT64_T, 0, 0, 1, MPI_UINT64_T, w, &req);
+    r[3] = MPIX_Memhandle_create(base, 8, MPI_INFO_NULL, w, handle, &hsize);
+    r[4] = MPIX_Win_from_memhandle(handle, 8, 8, MPI_INFO_NULL, 0, w, &d);
+    for (int i = 0; i < 5; i++) {
+        TU_CHECK(MPI_ERR_WIN == tu_err_class(r[i]), "other: call %d returned %s, expected "
+                 "MPI_ERR_WIN", i, tu_err_class_name(tu_err_class(r[i])));
+    }
+    TU_CHECK(5 == eh_calls && w == eh_win && MPI_ERR_WIN == eh_class && MPI_WIN_NULL == d,
+             "other: %d calls of the window's handler (class %d), expected 5", eh_calls, eh_class);
+    TU_MPI(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+    TU_MPI(MPI_Errhandler_free(&eh));
+    TU_MPI(MPI_Win_free(&w));
 }
 
 /* ---- 2. data and shared epochs ---- */
@@ -498,11 +596,22 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     N = tu_slow_transport() ? 10 : 20;
-    if (argc > 1) N = atoi(argv[1]);
+    if (argc > 1 && '-' != argv[1][0]) N = atoi(argv[1]);
     next = (rank + 1) % nprocs;
     prev = (rank + nprocs - 1) % nprocs;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+
+    if (tu_opt_flag(argc, argv, "--other")) {
+        if (tu_multi_node()) {
+            if (0 == rank) printf("ext_dup --other: osc/sm needs one node: skipped\n");
+        } else {
+            part_other();
+        }
+        rc = tu_finish("ext_dup");
+        MPI_Finalize();
+        return rc;
+    }
 
     /* 6. MPI_WIN_NULL */
     {
@@ -532,6 +641,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime(), t1, t2, t3;
         part_data(D);
+        part_object();
         t1 = MPI_Wtime();
         part_locks(D);
         t2 = MPI_Wtime();

@@ -24,7 +24,9 @@
  * freeing that window must work.
  * A valid window (size: the handle's 64 int64 minus 2, disp_unit 8):
  * MPI_WIN_BASE is present, MPI_WIN_SIZE and MPI_WIN_DISP_UNIT are the values
- * given, MPI_Win_set_name / MPI_Win_get_name round-trip; a put at element 62
+ * given, the window is MPI_WIN_FLAVOR_CREATE with the parent's group and
+ * error handler (tu_check_local_window), MPI_Win_set_name / MPI_Win_get_name
+ * round-trip; a put at element 62
  * (inside the handle's memory but past the window) -> MPI_ERR_RMA_RANGE and
  * the creator's memory there is unchanged; put/get at element 61 work.
  * Afterwards a fresh window on a valid handle and the parent itself (attach,
@@ -218,6 +220,7 @@ int main(int argc, char **argv)
         TU_CHECK(f0, "MPI_WIN_BASE missing on a memory-handle window");
         TU_CHECK(f1 && *psize == wsize, "MPI_WIN_SIZE is %ld, expected %ld", f1 ? (long) *psize : -1L, (long) wsize);
         TU_CHECK(f2 && *pdu == 8, "MPI_WIN_DISP_UNIT is %d, expected 8", f2 ? *pdu : -1);
+        tu_check_local_window(w, parent, MPI_WIN_FLAVOR_CREATE, "memory-handle window");
         char name[MPI_MAX_OBJECT_NAME];
         snprintf(name, sizeof(name), "memhandle window of rank %d on rank %d", rank, prev);
         TU_MPI(MPI_Win_set_name(w, name));

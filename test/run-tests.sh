@@ -5,7 +5,8 @@
 # List line format (test/*.list):   program  NPLIST  [args...]
 #   e.g.  putget  2,4  --iters 100
 # `--mca NAME VALUE` among the args is an MCA parameter of the run: it goes
-# to mpirun (before the program); `--tune NAME=VALUE` changes one of the
+# to mpirun (before the program; `--mca osc LIST` replaces $OSC for the
+# line); `--tune NAME=VALUE` changes one of the
 # component's internal settings (OSC_UCXX_TEST_TUNE, a test hook: see
 # osc_ucxx_component.c); the other args go to the program.
 # A program named *.sh is a script in test/ that runs mpirun itself; it gets
@@ -76,9 +77,12 @@ for transport in $TRANSPORTS; do
         [[ $prog =~ $TESTS ]] || continue
         # --mca NAME VALUE: to mpirun; everything else: to the program
         read -ra words <<<"$args"
-        mca_args=(); prog_args=(); tune=""
+        mca_args=(); prog_args=(); tune=""; line_osc=$OSC
         for ((i = 0; i < ${#words[@]}; i++)); do
-            if [ "${words[i]}" = --mca ] && [ $((i + 2)) -lt ${#words[@]} ]; then
+            if [ "${words[i]}" = --mca ] && [ "${words[i + 1]:-}" = osc ] &&
+               [ $((i + 2)) -lt ${#words[@]} ]; then
+                line_osc=${words[i + 2]}; i=$((i + 2))
+            elif [ "${words[i]}" = --mca ] && [ $((i + 2)) -lt ${#words[@]} ]; then
                 mca_args+=(--mca "${words[i + 1]}" "${words[i + 2]}"); i=$((i + 2))
             elif [ "${words[i]}" = --tune ] && [ $((i + 1)) -lt ${#words[@]} ]; then
                 tune=${tune:+$tune,}${words[i + 1]}; i=$((i + 1))
@@ -93,7 +97,7 @@ for transport in $TRANSPORTS; do
             tag=$(printf '%s' "$args" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//;s/_*$//')
             log="$logdir/$prog.np$np.$transport${tag:+.$tag}.log"
             t0=$(date +%s.%N)
-            mpi_args=("${root_args[@]}" --oversubscribe --bind-to none --mca osc "$OSC"
+            mpi_args=("${root_args[@]}" --oversubscribe --bind-to none --mca osc "$line_osc"
                       "${tls_env[@]}" "${mca_args[@]}")
             if [[ $prog == *.sh ]] && [ "$HOSTS" -gt 1 ]; then
                 echo "SKIP $name (a script that runs mpirun itself: single host only)"

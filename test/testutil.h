@@ -162,6 +162,48 @@ static inline void tu_win_create(int flavor, MPI_Aint size, int disp_unit, MPI_I
     MPI_Barrier(comm);
 }
 
+/* A window MPIX_Win_dup_with_info or MPIX_Win_from_memhandle made (local,
+ * over MPI_COMM_SELF inside libmpix_ucxx) is an MPI_Win like its parent's:
+ * `flavor` (MPI_WIN_CREATE_FLAVOR), the unified model, the parent's group
+ * and error handler, a Fortran handle of its own, no private info key. */
+static inline void tu_check_local_window(MPI_Win w, MPI_Win parent, int flavor, const char *what)
+{
+    int *pf = NULL, *pm = NULL, f1 = 0, f2 = 0, cmp = MPI_UNEQUAL, nkeys = 0;
+    MPI_Group gp, gw;
+    MPI_Errhandler ep, ew;
+    MPI_Info info;
+    MPI_Fint fw = MPI_Win_c2f(w);
+    char key[MPI_MAX_INFO_KEY + 1];
+
+    MPI_Win_get_attr(w, MPI_WIN_CREATE_FLAVOR, &pf, &f1);
+    TU_CHECK(f1 && *pf == flavor, "%s: MPI_WIN_CREATE_FLAVOR %d, expected %d", what,
+             f1 ? *pf : -1, flavor);
+    MPI_Win_get_attr(w, MPI_WIN_MODEL, &pm, &f2);
+    TU_CHECK(f2 && *pm == MPI_WIN_UNIFIED, "%s: MPI_WIN_MODEL %d, expected MPI_WIN_UNIFIED", what,
+             f2 ? *pm : -1);
+    TU_MPI(MPI_Win_get_group(parent, &gp));
+    TU_MPI(MPI_Win_get_group(w, &gw));
+    MPI_Group_compare(gp, gw, &cmp);
+    TU_CHECK(MPI_IDENT == cmp, "%s: group compares %d to the parent's", what, cmp);
+    MPI_Group_free(&gp);
+    MPI_Group_free(&gw);
+    TU_MPI(MPI_Win_get_errhandler(parent, &ep));
+    TU_MPI(MPI_Win_get_errhandler(w, &ew));
+    TU_CHECK(ep == ew, "%s: the error handler is not the parent's", what);
+    MPI_Errhandler_free(&ep);
+    MPI_Errhandler_free(&ew);
+    TU_CHECK(fw != MPI_Win_c2f(parent) && MPI_Win_f2c(fw) == w,
+             "%s: Fortran handle %d (parent's %d) does not convert back", what, (int) fw,
+             (int) MPI_Win_c2f(parent));
+    TU_MPI(MPI_Win_get_info(w, &info));
+    MPI_Info_get_nkeys(info, &nkeys);
+    for (int i = 0; i < nkeys; i++) {
+        MPI_Info_get_nthkey(info, i, key);
+        TU_CHECK(0 != strncmp(key, "osc_ucxx", 8), "%s: MPI_Win_get_info reports %s", what, key);
+    }
+    MPI_Info_free(&info);
+}
+
 /* MPI_Init, then this rank, the rank count and the ring neighbours. */
 static inline void tu_init_ring(int *argc, char ***argv, int *me, int *nprocs, int *next, int *prev)
 {

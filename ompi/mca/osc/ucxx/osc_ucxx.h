@@ -111,7 +111,14 @@ int ompi_osc_ucxx_flush_local(int target, struct ompi_win_t *win);
 int ompi_osc_ucxx_flush_local_all(struct ompi_win_t *win);
 
 /* The extension table libmpix_ucxx calls (osc_ucxx_ext.c) */
-extern const struct ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext;
+OMPI_DECLSPEC extern const struct ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext;
+/* Is win's module one of ours (osc_ucxx_component.c)? */
+bool ompi_osc_ucxx_is_ours(struct ompi_win_t *win);
+/* Creations the library makes for a view it asked for (OSC_UCXX_VIEW_KEY):
+ * claimed by component_query, adopted by component_select. */
+bool ompi_osc_ucxx_ext_claims(struct opal_info_t *info);
+int ompi_osc_ucxx_ext_adopt(struct ompi_win_t *win, void **base, struct opal_info_t *info,
+                            int flavor, int *model);
 
 END_C_DECLS
 

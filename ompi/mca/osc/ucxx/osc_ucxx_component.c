@@ -11,6 +11,8 @@
 
 #include "ompi_config.h"
 
+#include <limits.h>
+
 #include "opal/mca/base/mca_base_var.h"
 #include "ompi/runtime/mpiruntime.h"
 
@@ -31,6 +33,9 @@ static int component_finalize(void);
 static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor);
+static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                            struct ompi_communicator_t *comm, struct opal_info_t *info,
+                            int flavor, int *model);
 
 ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .super = {
@@ -47,7 +52,7 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
         },
         .osc_init = component_init,
         .osc_query = component_query,
-        .osc_select = ompi_osc_ucxx_window_create,
+        .osc_select = component_select,
         .osc_finalize = component_finalize,
     },
     .priority = 0,
@@ -286,13 +291,18 @@ static const ompi_osc_base_module_t module_template = {
 /* What the layers above the window keep in it (osc_ucxx_window.c calls
  * these through the table below). */
 
-/* A new handle: its module table, and the extension table libmpix_ucxx
- * finds it by. */
+/* A new handle: its module table. */
 static void view_init(ompi_osc_ucxx_view_t *view)
 {
     view->super = module_template;
     ompi_osc_ucxx_acc_entries(&view->super);
-    view->ext = &ompi_osc_ucxx_ext;
+}
+
+/* Every handle of ours frees through win_free: how libmpix_ucxx's calls
+ * tell our windows from other components' (osc_ucxx_ext.c). */
+bool ompi_osc_ucxx_is_ours(struct ompi_win_t *win)
+{
+    return NULL != win->w_osc_module && win_free == win->w_osc_module->osc_free;
 }
 
 /* A new core's access epoch object (none in force yet); the rest of the
@@ -550,6 +560,11 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor)
 {
+    /* a handle libmpix_ucxx makes on one of our windows (osc_ucxx_ext.c):
+     * ours whatever the other components say */
+    if (ompi_osc_ucxx_ext_claims(info)) {
+        return INT_MAX;
+    }
     /* A flavor we do not know (a later MPI's) is declined, so that
      * `--mca osc ucxx,sm,rdma` hands it to the next component. */
     if (MPI_WIN_FLAVOR_CREATE != flavor && MPI_WIN_FLAVOR_ALLOCATE != flavor &&
@@ -562,4 +577,14 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
         return -1;
     }
     return OSC_UCXX.priority;
+}
+
+static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                            struct ompi_communicator_t *comm, struct opal_info_t *info,
+                            int flavor, int *model)
+{
+    if (ompi_osc_ucxx_ext_claims(info)) {
+        return ompi_osc_ucxx_ext_adopt(win, base, info, flavor, model);
+    }
+    return ompi_osc_ucxx_window_create(win, base, size, disp_unit, comm, info, flavor, model);
 }

@@ -11,19 +11,181 @@
 
 #include <ctype.h>
 
+#include "ompi/communicator/communicator.h"
+#include "ompi/errhandler/errhandler.h"
+#include "ompi/group/group.h"
 #include "ompi/op/op.h"
+#include "opal/util/info.h"
 
 #include "osc_ucxx.h"
 #include "osc_ucxx_dynamic.h"
 #include "osc_ucxx_uam.h"
 
 /* ------------------------------------------------------------------------- */
-/* MPIX_Win_dup_with_info: another view on the same core. */
+/* What the library checks through us: MPI's own argument checks. */
 
-static int ext_dup(struct ompi_win_t *win, struct ompi_win_t *newwin)
+static bool ext_owns(struct ompi_win_t *win)
+{
+    return !ompi_win_invalid(win) && ompi_osc_ucxx_is_ours(win);
+}
+
+static int ext_report(struct ompi_win_t *win, int rc, const char *func)
+{
+    if (ompi_win_invalid(win)) {
+        return OMPI_ERRHANDLER_INVOKE(&ompi_mpi_comm_world.comm, rc, func);
+    }
+    return OMPI_ERRHANDLER_INVOKE(win, rc, func);
+}
+
+static bool ext_rank_ok(struct ompi_win_t *win, int rank)
+{
+    return !ompi_win_peer_invalid(win, rank);
+}
+
+static bool ext_type_committed(struct ompi_datatype_t *type)
+{
+    return ompi_datatype_is_committed(type);
+}
+
+static bool ext_op_predefined(struct ompi_op_t *op)
+{
+    return ompi_op_is_intrinsic(op);
+}
+
+/* Open MPI 4.1's window creation crashes on a value of these keys it
+ * cannot parse (its failure path releases an info it never set), so the
+ * library asks first, with the parser Open MPI uses. */
+static bool ext_info_value_ok(const char *key, const char *value)
+{
+    mca_base_var_enum_t *e = NULL;
+    int v;
+
+    if (0 == strcmp(key, "accumulate_ops")) {
+        e = ompi_win_accumulate_ops;
+    } else if (0 == strcmp(key, "accumulate_ordering")) {
+        e = &ompi_win_accumulate_order->super;
+    }
+    return NULL == e || OPAL_SUCCESS == e->value_from_string(e, value, &v);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Local windows (MPIX_Win_dup_with_info, MPIX_Win_from_memhandle): a view
+ * on a parent's core, made here first (every argument check, with its
+ * error class), kept under a token, then claimed by the MPI_Win the
+ * library creates with the public call of the window's flavor over
+ * MPI_COMM_SELF, which is local: the token travels in the creation info
+ * (OSC_UCXX_VIEW_KEY), component_query gives that creation to us above
+ * every other component, and component_select adopts the view instead of
+ * making a window (ompi_osc_ucxx_ext_adopt). */
+
+typedef struct pending_view {
+    struct pending_view *next;
+    uint64_t token;
+    ompi_osc_ucxx_view_t *view;
+    ompi_group_t *group;            /* the parent's (retained): ranks name its peers */
+} pending_view_t;
+
+static pending_view_t *pending;     /* few, and each for one creation call */
+static uint64_t pending_next = 1;
+
+static int pending_add(ompi_osc_ucxx_view_t *view, struct ompi_win_t *parent, uint64_t *token)
+{
+    pending_view_t *p = malloc(sizeof(*p));
+
+    if (NULL == p) return OMPI_ERR_OUT_OF_RESOURCE;
+    p->view = view;
+    p->group = parent->w_group;
+    OBJ_RETAIN(p->group);
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    p->token = *token = pending_next++;
+    p->next = pending;
+    pending = p;
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return OMPI_SUCCESS;
+}
+
+/* The pending view `token` names, out of the list if `take`. */
+static pending_view_t *pending_find(uint64_t token, bool take)
+{
+    pending_view_t **at, *p;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (at = &pending; NULL != *at && (*at)->token != token; at = &(*at)->next) {
+    }
+    p = *at;
+    if (NULL != p && take) *at = p->next;
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    return p;
+}
+
+/* The token in a creation's info, 0 without one. */
+static uint64_t pending_token(struct opal_info_t *info)
+{
+    char buf[32];
+    int flag = 0;
+
+    if (NULL == info ||
+        OPAL_SUCCESS != ompi_osc_ucxx_info_get(info, OSC_UCXX_VIEW_KEY, buf, sizeof(buf), &flag) ||
+        !flag) {
+        return 0;
+    }
+    return strtoull(buf, NULL, 10);
+}
+
+static void view_drop(ompi_osc_ucxx_view_t *view)
+{
+    ompi_osc_ucxx_module_t *core = view->core;
+    free(view);
+    ompi_osc_ucxx_core_release(core, false);
+}
+
+/* A library's creation failed before our select adopted the view. */
+static void ext_view_cancel(uint64_t token)
+{
+    pending_view_t *p = pending_find(token, true);
+
+    if (NULL == p) return;
+    view_drop(p->view);
+    OBJ_RELEASE(p->group);
+    free(p);
+}
+
+bool ompi_osc_ucxx_ext_claims(struct opal_info_t *info)
+{
+    uint64_t token = pending_token(info);
+    return 0 != token && NULL != pending_find(token, false);
+}
+
+/* component_select for a creation we claimed: `win` (Open MPI's, made over
+ * MPI_COMM_SELF) becomes a handle on the parent's core, with the parent's
+ * group; the allocating flavors return the parent's memory.  The token
+ * leaves the window's info. */
+int ompi_osc_ucxx_ext_adopt(struct ompi_win_t *win, void **base, struct opal_info_t *info,
+                            int flavor, int *model)
+{
+    pending_view_t *p = pending_find(pending_token(info), true);
+
+    if (NULL == p) return OMPI_ERR_NOT_FOUND;
+    win->w_osc_module = &p->view->super;
+    if (NULL != win->w_group) OBJ_RELEASE(win->w_group);
+    win->w_group = p->group;        /* (our reference goes to the window) */
+    if (MPI_WIN_FLAVOR_ALLOCATE == flavor || MPI_WIN_FLAVOR_SHARED == flavor) {
+        *base = p->view->core->base;
+    }
+    *model = MPI_WIN_UNIFIED;
+    free(p);
+    if (NULL != win->super.s_info) (void) opal_info_delete(win->super.s_info, OSC_UCXX_VIEW_KEY);
+    /* settings come from the window's info: the parent's, with overrides */
+    ompi_osc_ucxx_subscribe_info(win);
+    return OMPI_SUCCESS;
+}
+
+/* MPIX_Win_dup_with_info: another view on the same core. */
+static int ext_dup(struct ompi_win_t *win, uint64_t *token)
 {
     ompi_osc_ucxx_view_t *parent = OSC_UCXX_VIEW(win);
     ompi_osc_ucxx_view_t *view = ompi_osc_ucxx_view_new(parent->core, false);
+    int rc;
 
     if (NULL == view) {
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -34,10 +196,9 @@ static int ext_dup(struct ompi_win_t *win, struct ompi_win_t *newwin)
     view->mh_base = parent->mh_base;
     view->mh_size = parent->mh_size;
     view->mh_disp_unit = parent->mh_disp_unit;
-    newwin->w_osc_module = &view->super;
-    /* settings come from newwin's info: the parent's, with overrides */
-    ompi_osc_ucxx_subscribe_info(newwin);
-    return OMPI_SUCCESS;
+    rc = pending_add(view, win, token);
+    if (OMPI_SUCCESS != rc) view_drop(view);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -251,13 +412,15 @@ static int ext_memhandle_create(struct ompi_win_t *parent, void *base, size_t si
 }
 
 static int ext_memhandle_window(struct ompi_win_t *parent, const void *handle, size_t size,
-                                int disp_unit, int target, struct ompi_win_t *newwin)
+                                int disp_unit, int target, uint64_t *token)
 {
     ompi_osc_ucxx_module_t *core;
     ompi_osc_ucxx_view_t *view;
     memhandle_t mh;
-    int rc = memhandle_open(parent, handle, &core, &mh);
+    int rc;
 
+    if (ompi_win_peer_invalid(parent, target)) return MPI_ERR_RANK;
+    rc = memhandle_open(parent, handle, &core, &mh);
     if (OMPI_SUCCESS != rc) return rc;
     if (mh.owner != target) return MPI_ERR_RANK;
     if (size > mh.size) return MPI_ERR_SIZE;
@@ -270,9 +433,9 @@ static int ext_memhandle_window(struct ompi_win_t *parent, const void *handle, s
     view->mh_base = mh.base;
     view->mh_size = size;
     view->mh_disp_unit = disp_unit;
-    newwin->w_osc_module = &view->super;
-    ompi_osc_ucxx_subscribe_info(newwin);
-    return OMPI_SUCCESS;
+    rc = pending_add(view, parent, token);
+    if (OMPI_SUCCESS != rc) view_drop(view);
+    return rc;
 }
 
 static int ext_memhandle_release(struct ompi_win_t *parent, const void *handle)
@@ -301,6 +464,12 @@ static int ext_am_register(struct ompi_win_t *win, uint64_t op_id, int kind, voi
 
 const ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext = {
     .version = OSC_UCXX_EXT_VERSION,
+    .owns = ext_owns,
+    .report = ext_report,
+    .rank_ok = ext_rank_ok,
+    .type_committed = ext_type_committed,
+    .op_predefined = ext_op_predefined,
+    .info_value_ok = ext_info_value_ok,
     .dup = ext_dup,
     .op_intrinsic = ext_op_intrinsic,
     .rrput = ext_rrput,
@@ -308,6 +477,7 @@ const ompi_osc_ucxx_ext_t ompi_osc_ucxx_ext = {
     .memhandle_create = ext_memhandle_create,
     .memhandle_window = ext_memhandle_window,
     .memhandle_release = ext_memhandle_release,
+    .view_cancel = ext_view_cancel,
     .am_register = ext_am_register,
     .am_deregister = ompi_osc_ucxx_uam_deregister,
     .am_attach = ompi_osc_ucxx_uam_attach,

@@ -80,7 +80,6 @@ ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool 
         return NULL;
     }
     above->view_init(view);
-    view->magic = OSC_UCXX_MAGIC;
     view->core = core;
     view->original = original;
     view->acc_ordered = true;

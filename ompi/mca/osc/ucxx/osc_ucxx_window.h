@@ -211,12 +211,9 @@ static inline void ompi_osc_ucxx_dyn_synced(ompi_osc_ucxx_module_t *module)
 }
 
 /* One MPI_Win handle on a core.  super must come first (Open MPI calls
- * through it), then the magic and extension table that libmpix_ucxx
- * recognizes us by. */
+ * through it). */
 struct ompi_osc_ucxx_view_t {
     ompi_osc_base_module_t super;
-    uint64_t magic;
-    const struct ompi_osc_ucxx_ext_t *ext;
     ompi_osc_ucxx_module_t *core;
     bool original;           /* made collectively: its free is collective too */
     bool scope_thread;       /* mpi_win_scope=thread: flushes cover this thread only */
