@@ -21,8 +21,11 @@
  *       that closes the epoch (or the flush), and the target finds its
  *       sentinel unchanged; then to Q, which works.  (PSCW and fence: the
  *       target's answer may come after MPI_Win_complete or the fence, which
- *       wait for no answer; then the next synchronization reports it: an
- *       empty epoch of the same kind follows, on every rank.)
+ *       wait for no answer; then the next closing call must report it, not
+ *       a later one: an empty epoch of the same kind follows, on every
+ *       rank, and the epoch to Q after it must succeed: across hosts, under
+ *       load, the answer may come after the empty epoch's collective or
+ *       post too.)
  * Epochs whose operation failed at the target must release their lock: the
  * next epoch of the same kind (and the exclusive lock of the next round)
  * would hang otherwise. */

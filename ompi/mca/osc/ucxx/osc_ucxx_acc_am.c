@@ -71,6 +71,7 @@ typedef struct {
     uint64_t next;                 /* ... the index of its first element */
     volatile int32_t chunks;       /* unacknowledged chunks, +1 while still sending */
     bool fetching;                 /* its answers carry values (module->am_fetching) */
+    uint32_t era;                  /* module->am_era_left's slot */
     ompi_osc_ucxx_request_t *req;
 } acc_pending_t;
 
@@ -86,6 +87,7 @@ static void pending_chunk_done(acc_pending_t *p)
     }
     if (NULL != p->req) ompi_osc_ucxx_request_op_done(p->req);
     if (p->fetching) ompi_osc_ucxx_add32(&p->module->am_fetching, -1);
+    ompi_osc_ucxx_add32(&p->module->am_era_left[p->era], -1);
     ompi_osc_ucxx_add32(&p->module->am_outstanding, -1);
     free(p);
 }
@@ -401,6 +403,8 @@ static acc_pending_t *pending_new(ompi_osc_ucxx_acc_t *a, void *result_addr, int
     }
     p->fetching = a->fetch || NULL != result_addr;
     if (p->fetching) ompi_osc_ucxx_add32(&p->module->am_fetching, 1);
+    p->era = p->module->am_era & 1;
+    ompi_osc_ucxx_add32(&p->module->am_era_left[p->era], 1);
     ompi_osc_ucxx_add32(&p->module->am_outstanding, 1);
     return p;
 }

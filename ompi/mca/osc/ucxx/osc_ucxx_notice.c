@@ -26,6 +26,11 @@
  *     links of other threads' workers (flushed), messages sent on several
  *     workers and user active messages (answered).
  * Stores through mappings and cross-memory attach are complete when made.
+ * A target's refusal of a message (a range error) comes back with its
+ * answer, after the closing that did not wait for it; the next closing
+ * waits for the answers to the messages sent before this one
+ * (ompi_osc_ucxx_wait_earlier_messages), so that it reports the error and
+ * a later one never does.
  *
  * PSCW.  Each target of the start group gets one notice when the epoch
  * completes; the target adds 1 to its complete word for it (a CPU atomic:
@@ -191,6 +196,7 @@ int ompi_osc_ucxx_notice_complete(ompi_osc_ucxx_module_t *module, const int *tar
         if (OMPI_SUCCESS == rc) rc = r2;
     }
     opal_atomic_mb();  /* stores through mappings are complete once visible */
+    ompi_osc_ucxx_wait_earlier_messages(module);
     return reported(module, rc);
 }
 
@@ -245,5 +251,6 @@ int ompi_osc_ucxx_notice_fence(ompi_osc_ucxx_module_t *module, const int *target
         opal_progress();
     }
     opal_atomic_rmb();
+    ompi_osc_ucxx_wait_earlier_messages(module);
     return reported(module, rc);
 }

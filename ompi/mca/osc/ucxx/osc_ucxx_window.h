@@ -146,6 +146,11 @@ struct ompi_osc_ucxx_module_t {
     volatile int32_t am_error;
     volatile int32_t am_deferred;
     volatile int32_t am_fetching;   /* ... of them, those whose answers carry values */
+    /* ... of them, by the parity of the closings that do not wait for them
+     * (complete and fence by notice, osc_ucxx_notice.c) they were sent
+     * between; am_era counts those closings. */
+    volatile int32_t am_era_left[2];
+    volatile uint32_t am_era;
 
     /* User active messages (osc_ucxx_uam.c): made by the first AM call;
      * creation-only keys: am_buf_interleave_am_detach, am_user_buf_<rank>. */
@@ -259,6 +264,19 @@ static inline void ompi_osc_ucxx_wait_messages(ompi_osc_ucxx_module_t *module)
     while (module->am_outstanding > 0) {
         opal_progress();
     }
+}
+
+/* At a closing that does not wait for its own epoch's messages: until those
+ * sent before the previous such closing are answered, so that a target's
+ * refusal of them is reported now at the latest (one synchronization after
+ * their epoch, never two).  They have had a whole synchronization to come
+ * back: this rarely waits. */
+static inline void ompi_osc_ucxx_wait_earlier_messages(ompi_osc_ucxx_module_t *module)
+{
+    while (module->am_era_left[(module->am_era + 1) & 1] > 0) {
+        opal_progress();
+    }
+    module->am_era++;
 }
 
 /* Creation and destruction (osc_ucxx_window.c) */
