@@ -88,6 +88,21 @@ static void tgt_store(ompi_osc_ucxx_peer_t *peer, int32_t access)
     peer->access = access;
 }
 
+/* Take the epoch lock if it is free now (false: someone holds it; the
+ * fast paths then take the general way, which waits). */
+static inline bool spin_try(ompi_osc_ucxx_spin_t *s)
+{
+    int32_t free_ = 0;
+    return !OSC_UCXX.mt || opal_atomic_compare_exchange_strong_acq_32(&s->held, &free_, 1);
+}
+
+/* ompi_osc_ucxx_cpu_state of a peer resolved already, else NULL (the fast
+ * paths below then take the general way, which resolves it). */
+static inline char *cpu_state_known(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_peer_t *peer)
+{
+    return module->state_cpu && peer->resolved ? (char *) peer->direct_state : NULL;
+}
+
 /* Room for `want` more targets in the epoch's list (caller holds its lock). */
 static int reserve(ompi_osc_ucxx_epoch_t *e, int want)
 {
@@ -390,6 +405,19 @@ bool ompi_osc_ucxx_epoch_busy(ompi_osc_ucxx_module_t *module)
 /* ------------------------------------------------------------------------- */
 /* Closing */
 
+/* The epoch object once its targets are closed; `reopen`: how many of
+ * them the next lock_all opens again. */
+static inline void end_reset(ompi_osc_ucxx_epoch_t *e, int reopen)
+{
+    e->reopen = reopen;
+    ompi_osc_ucxx_order_remove(&e->order);
+    e->count = 0;
+    e->unposted = 0;
+    e->ops = false;
+    e->open_free = false;
+    e->kind = OSC_UCXX_EPOCH_NONE;
+}
+
 /* Inline in ompi_osc_ucxx_epoch_end (every unlock_all and complete takes
  * it: the calls' frames were a visible part of a lock_all + put + flush +
  * unlock_all), out of line (end_locked) for the others. */
@@ -411,13 +439,7 @@ static inline __opal_attribute_always_inline__ int end_body(ompi_osc_ucxx_module
             ompi_osc_ucxx_tgt_clear(peer, bits);
         }
     }
-    e->reopen = OSC_UCXX_EPOCH_LOCK_ALL == e->kind ? e->count : 0;
-    ompi_osc_ucxx_order_remove(&e->order);
-    e->count = 0;
-    e->unposted = 0;
-    e->ops = false;
-    e->open_free = false;
-    e->kind = OSC_UCXX_EPOCH_NONE;
+    end_reset(e, OSC_UCXX_EPOCH_LOCK_ALL == e->kind ? e->count : 0);
     return rc;
 }
 
@@ -435,6 +457,45 @@ int ompi_osc_ucxx_epoch_end(ompi_osc_ucxx_module_t *module)
     rc = end_body(module, e);
     OSC_UCXX_SPIN_UNLOCK(&e->lock);
     return rc;
+}
+
+/* end_body for an epoch whose lock the caller holds (mt) */
+static __opal_attribute_noinline__ int end_held(ompi_osc_ucxx_module_t *module,
+                                                ompi_osc_ucxx_epoch_t *e)
+{
+    int rc = end_body(module, e);
+    OSC_UCXX_SPIN_UNLOCK(&e->lock);
+    return rc;
+}
+
+/* MPI_Win_unlock_all's end of the epoch: end_body, inline and without a
+ * call frame where the epoch opened one target and a CPU atomic on its
+ * mapped lock word releases what it holds, with the atomics audit off (the
+ * counterpart of ompi_osc_ucxx_epoch_lock_all's common case). */
+int ompi_osc_ucxx_epoch_end_all(ompi_osc_ucxx_module_t *module)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    ompi_osc_ucxx_peer_t *peer;
+    char *state = NULL;
+    int32_t access;
+    bool mt = OSC_UCXX.mt;
+
+    if (OPAL_UNLIKELY(!spin_try(&e->lock))) {
+        return ompi_osc_ucxx_epoch_end(module);
+    }
+    if (1 != e->count || OSC_UCXX_EPOCH_LOCK_ALL != e->kind || ompi_osc_ucxx_audit_on) {
+        return end_held(module, e);
+    }
+    peer = &module->peers[e->targets[0]];
+    access = peer->access;
+    if ((access & OSC_UCXX_TGT_HELD) && NULL == (state = cpu_state_known(module, peer))) {
+        return end_held(module, e);
+    }
+    if (NULL != state) ompi_osc_ucxx_state_cpu_unlock_word(state, MPI_LOCK_SHARED);
+    tgt_store(peer, access & ~(OSC_UCXX_TGT_OPEN | OSC_UCXX_TGT_HELD | OSC_UCXX_TGT_MEMBER));
+    end_reset(e, 1);
+    if (mt) ompi_osc_ucxx_spin_unlock(&e->lock);
+    return OMPI_SUCCESS;
 }
 
 /* complete: every member's post is consumed before we add to its
@@ -545,14 +606,70 @@ static __opal_attribute_noinline__ int begin_locked(ompi_osc_ucxx_module_t *modu
     return begin_body(module, e, kind, assert);
 }
 
-int ompi_osc_ucxx_epoch_lock_all(ompi_osc_ucxx_module_t *module, int assert)
+/* lock_all's general way, the epoch lock held (mt) or taken here. */
+static __opal_attribute_noinline__ int lock_all_locked(ompi_osc_ucxx_module_t *module,
+                                                       ompi_osc_ucxx_epoch_t *e, int assert,
+                                                       bool held)
 {
-    ompi_osc_ucxx_epoch_t *e = module->access;
     int rc;
-    OSC_UCXX_SPIN_LOCK(&e->lock);
+    if (!held) OSC_UCXX_SPIN_LOCK(&e->lock);
     rc = begin_body(module, e, OSC_UCXX_EPOCH_LOCK_ALL, assert);
     OSC_UCXX_SPIN_UNLOCK(&e->lock);
     return rc;
+}
+
+/* MPI_Win_lock_all.  The common case of RMA-MT's and similar loops, inline
+ * and without a call frame: the last epoch used one target, whose lock word
+ * is mapped here and changes by CPU atomics, the epoch checks its locks,
+ * no lock waits in the order (the epoch takes its place there below
+ * MPI_THREAD_MULTIPLE) and the atomics audit is off; then it is
+ * begin_body with reopen_targets unrolled for that one target, each
+ * condition tested once, before the kind changes.  Everything else takes
+ * begin_body itself (lock_all_locked).  (The frames, the loop and the tests
+ * made twice were most of the difference to osc/sm's lock_all.) */
+int ompi_osc_ucxx_epoch_lock_all(ompi_osc_ucxx_module_t *module, int assert)
+{
+    ompi_osc_ucxx_epoch_t *e = module->access;
+    ompi_osc_ucxx_peer_t *peer;
+    char *state;
+    bool mt = OSC_UCXX.mt, held;
+
+    if (OPAL_UNLIKELY(!spin_try(&e->lock))) {
+        return lock_all_locked(module, e, assert, false);
+    }
+    if (OSC_UCXX_EPOCH_NONE != e->kind || 1 != e->reopen || (assert & MPI_MODE_NOCHECK) ||
+        NULL != ompi_osc_ucxx_order_head || ompi_osc_ucxx_audit_on) {
+        return lock_all_locked(module, e, assert, true);
+    }
+    peer = &module->peers[e->targets[0]];
+    if ((peer->access & OSC_UCXX_TGT_READY) || NULL == (state = cpu_state_known(module, peer))) {
+        return lock_all_locked(module, e, assert, true);
+    }
+    /* (lock_begin_unlocked: the kind, then nlocks; it does the reverse) */
+    __atomic_store_n(&e->kind, OSC_UCXX_EPOCH_LOCK_ALL, __ATOMIC_SEQ_CST);
+    if (OPAL_UNLIKELY(__atomic_load_n(&module->nlocks, __ATOMIC_SEQ_CST) > 0)) {
+        e->kind = OSC_UCXX_EPOCH_NONE;
+        return lock_all_locked(module, e, assert, true);
+    }
+    ompi_osc_ucxx_dyn_synced(module);
+    held = ompi_osc_ucxx_state_try_shared_word(state);
+    e->assert = assert;
+    e->ops = false;
+    e->open_free = false;
+    e->unposted = 0;
+    e->reopen = 0;
+    e->count = held;  /* (targets[0] is the target already) */
+    e->cpu_release = held;
+    if (OPAL_LIKELY(held)) {
+        tgt_store(peer, peer->access | OSC_UCXX_TGT_HELD | OSC_UCXX_TGT_OPEN);
+    }
+    if (!OSC_UCXX.enable_mpi_threads) {
+        e->order.take = take_all;
+        e->order.owner = module;
+        ompi_osc_ucxx_order_add(&e->order);
+    }
+    if (mt) ompi_osc_ucxx_spin_unlock(&e->lock);
+    return OMPI_SUCCESS;
 }
 
 /* MPI_Win_fence: close the epoch in force, then open a fence epoch unless

@@ -292,6 +292,9 @@ static inline bool ompi_osc_ucxx_epoch_releases_by_cpu(ompi_osc_ucxx_module_t *m
 /* Close the epoch in force: each target it opened is closed (lock_all's
  * shared locks released).  complete: consume remaining posts first. */
 int ompi_osc_ucxx_epoch_end(ompi_osc_ucxx_module_t *module);
+/* ... the lock_all epoch in force, whose operations are complete and
+ * ordered before the release of its locks by CPU atomics (unlock_all). */
+int ompi_osc_ucxx_epoch_end_all(ompi_osc_ucxx_module_t *module);
 int ompi_osc_ucxx_epoch_take_posts(ompi_osc_ucxx_module_t *module);
 static inline int ompi_osc_ucxx_epoch_kind(ompi_osc_ucxx_module_t *module)
 {

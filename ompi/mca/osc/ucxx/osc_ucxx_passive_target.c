@@ -226,17 +226,27 @@ int ompi_osc_ucxx_unlock(int target, struct ompi_win_t *win)
 /* ------------------------------------------------------------------------- */
 /* lock_all / unlock_all */
 
-int ompi_osc_ucxx_lock_all(int assert, struct ompi_win_t *win)
+/* (serving first, out of line: the common case below needs no frame) */
+static __opal_attribute_noinline__ int lock_all_served(ompi_osc_ucxx_module_t *module,
+                                                       int assert)
 {
-    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
     OSC_UCXX_NOT_IN_HANDLER();
     ompi_osc_ucxx_serve(module);
     return ompi_osc_ucxx_epoch_lock_all(module, assert);
 }
 
-int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
+int ompi_osc_ucxx_lock_all(int assert, struct ompi_win_t *win)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+
+    if (OPAL_UNLIKELY(0 != ompi_osc_ucxx_handlers || ompi_osc_ucxx_serve_wanted(module))) {
+        return lock_all_served(module, assert);
+    }
+    return ompi_osc_ucxx_epoch_lock_all(module, assert);
+}
+
+static __opal_attribute_noinline__ int unlock_all_general(ompi_osc_ucxx_module_t *module)
+{
     int r0, rc, r2;
     OSC_UCXX_NOT_IN_HANDLER();
 
@@ -257,4 +267,23 @@ int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
     ompi_osc_ucxx_uam_sync(module, -1, true);
     r2 = ompi_osc_ucxx_epoch_end(module);  /* releases the shared locks taken */
     return OMPI_SUCCESS != r0 ? r0 : OMPI_SUCCESS != rc ? rc : r2;
+}
+
+/* The common case without a frame: nothing outstanding (the quiet flush:
+ * nobody to serve either), no lock by messages, no active messages, and
+ * the locks released by CPU atomics, which order our stores through
+ * mappings before them (unlock_all_general then skips the barrier too). */
+int ompi_osc_ucxx_unlock_all(struct ompi_win_t *win)
+{
+    ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
+
+    if (OPAL_LIKELY(0 == ompi_osc_ucxx_handlers &&
+                    OSC_UCXX_EPOCH_LOCK_ALL == ompi_osc_ucxx_epoch_kind(module) &&
+                    OSC_UCXX_LOCKS_TARGET != module->lock_kind && NULL == module->uam &&
+                    ompi_osc_ucxx_epoch_releases_by_cpu(module) &&
+                    ompi_osc_ucxx_flush_quiet(module, -1, NULL))) {
+        ompi_osc_ucxx_dyn_synced(module);
+        return ompi_osc_ucxx_epoch_end_all(module);
+    }
+    return unlock_all_general(module);
 }

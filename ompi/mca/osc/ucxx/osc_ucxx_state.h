@@ -75,15 +75,28 @@ static inline int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int t
     return ompi_osc_ucxx_state_lock_wait(module, target, type);
 }
 
+/* The release where `state` (from ompi_osc_ucxx_cpu_state) is mapped;
+ * _word: the atomic alone, for callers that found the audit off. */
+static inline void ompi_osc_ucxx_state_cpu_unlock_word(char *state, int type)
+{
+    (void) __atomic_fetch_sub((volatile uint64_t *) (state + OSC_UCXX_STATE(lock)),
+                              MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_LOCK_EXCL : 1,
+                              __ATOMIC_ACQ_REL);
+}
+
+static inline void ompi_osc_ucxx_state_cpu_unlock(ompi_osc_ucxx_module_t *module, int target,
+                                                  char *state, int type)
+{
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
+                        OSC_UCXX_AUDIT_CPU);
+    ompi_osc_ucxx_state_cpu_unlock_word(state, type);
+}
+
 static inline int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type)
 {
     char *state = ompi_osc_ucxx_cpu_state(module, target);
     if (OPAL_LIKELY(NULL != state)) {
-        ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
-                            OSC_UCXX_AUDIT_CPU);
-        (void) __atomic_fetch_sub((volatile uint64_t *) (state + OSC_UCXX_STATE(lock)),
-                                  MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_LOCK_EXCL : 1,
-                                  __ATOMIC_ACQ_REL);
+        ompi_osc_ucxx_state_cpu_unlock(module, target, state, type);
         return OMPI_SUCCESS;
     }
     return ompi_osc_ucxx_state_unlock_slow(module, target, type);
@@ -98,21 +111,25 @@ static inline bool ompi_osc_ucxx_state_unlock_by_cpu(ompi_osc_ucxx_module_t *mod
 /* A shared lock on `target`, whose state segment is `state` (from
  * ompi_osc_ucxx_cpu_state: its lock word changes by CPU atomics), if no
  * writer holds or claims it now: one atomic, undone if one does.  Inline:
- * every lock_all that opens its targets again takes it. */
-static inline bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target,
-                                                  char *state)
+ * every lock_all that opens its targets again takes it.  _word: the
+ * atomics alone, for callers that found the audit off. */
+static inline bool ompi_osc_ucxx_state_try_shared_word(char *state)
 {
     volatile uint64_t *word = (volatile uint64_t *) (state + OSC_UCXX_STATE(lock));
 
-    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
-                        OSC_UCXX_AUDIT_CPU);
     if (OPAL_LIKELY(0 == (__atomic_fetch_add(word, 1, __ATOMIC_ACQ_REL) >> 32))) {
         return true;
     }
-    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
-                        OSC_UCXX_AUDIT_CPU);
     (void) __atomic_fetch_sub(word, 1, __ATOMIC_ACQ_REL);  /* a writer has it */
     return false;
+}
+
+static inline bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module, int target,
+                                                  char *state)
+{
+    ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
+                        OSC_UCXX_AUDIT_CPU);
+    return ompi_osc_ucxx_state_try_shared_word(state);
 }
 
 /* Accumulate exclusion on a state segment mapped here (ours or a peer's),
