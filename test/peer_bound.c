@@ -134,13 +134,7 @@ static void one_round(tu_win_t *w, int round, int wi)
 
     /* PSCW, all to all */
     plus = mine + 2;
-    TU_MPI(MPI_Win_post(world, 0, w->win));
-    TU_MPI(MPI_Win_start(world, 0, w->win));
-    for (int t = 0; t < nprocs; ++t) {
-        TU_MPI(MPI_Put(&plus, 1, MPI_INT64_T, t, tu_disp(w, t, me), 1, MPI_INT64_T, w->win));
-    }
-    TU_MPI(MPI_Win_complete(w->win));
-    TU_MPI(MPI_Win_wait(w->win));
+    tu_pscw_put_all(w, world, &plus, me);
     TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w->win));
     check_memory(w, round, wi, 2, "PSCW put");
     TU_MPI(MPI_Win_unlock(me, w->win));

@@ -300,6 +300,21 @@ static inline MPI_Aint tu_disp(const tu_win_t *w, int rank, MPI_Aint disp)
     return disp;
 }
 
+/* A PSCW epoch with every rank of `group` (all of w's): post, start, an
+ * int64 put of *v into slot `slot` at every rank, complete, wait. */
+static inline void tu_pscw_put_all(tu_win_t *w, MPI_Group group, const int64_t *v, int slot)
+{
+    int n;
+    MPI_Group_size(group, &n);
+    TU_MPI(MPI_Win_post(group, 0, w->win));
+    TU_MPI(MPI_Win_start(group, 0, w->win));
+    for (int t = 0; t < n; ++t) {
+        TU_MPI(MPI_Put(v, 1, MPI_INT64_T, t, tu_disp(w, t, slot), 1, MPI_INT64_T, w->win));
+    }
+    TU_MPI(MPI_Win_complete(w->win));
+    TU_MPI(MPI_Win_wait(w->win));
+}
+
 static inline void tu_win_free(tu_win_t *w)
 {
     if (MPI_WIN_NULL == w->win) return;   /* a shared window that could not be made */

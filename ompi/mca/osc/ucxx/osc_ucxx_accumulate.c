@@ -410,7 +410,7 @@ static bool cpu_atomic(ompi_osc_ucxx_target_t *t, int *rc)
     *rc = OMPI_SUCCESS;
     if (OSC_UCXX_SINGLE_CPU == module->single_kind) {
         if (t->path.mapped) return true;
-        *rc = OMPI_ERR_UNREACH;  /* (cannot be: all map all) */
+        *rc = OSC_UCXX_ERR_UNMAPPED;  /* (all map all, but this mapping failed) */
         return false;
     }
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {

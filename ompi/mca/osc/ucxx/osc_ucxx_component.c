@@ -538,6 +538,7 @@ static void ucx_fini(void)
         ompi_osc_ucxx_kept_release();
     }
     ompi_osc_ucxx_context_fini();
+    ompi_osc_ucxx_share_fini();
     ompi_osc_ucxx_seg_fini();
 }
 

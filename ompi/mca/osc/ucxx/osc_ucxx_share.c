@@ -2,13 +2,31 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * MPI_Win_allocate_shared segments: one POSIX shared-memory object per
- * window holds every rank's segment.  Rank 0 makes it, every rank maps it,
- * and rank 0 unlinks it as soon as every rank has (or has given up): from
- * then on nothing of it is in /dev/shm, and its memory goes with the last
- * mapping, however the processes end.  (A process killed between the
- * creation and the unlink, one collective later, leaves the file: the only
- * window in which anything of the component is in /dev/shm.)
+ * Segments of every rank on the node, mapped by each process whole at
+ * creation, so that no first access to a peer maps anything.
+ *
+ *   - MPI_Win_allocate_shared: one POSIX shared-memory object per window
+ *     holds every rank's segment.  Rank 0 makes it, every rank maps it,
+ *     and rank 0 unlinks it as soon as every rank has (or has given up):
+ *     from then on nothing of it is in /dev/shm, and its memory goes with
+ *     the last mapping, however the processes end.  (A process killed
+ *     between the creation and the unlink, one collective later, leaves the
+ *     file: the only window in which anything of the component is in
+ *     /dev/shm.)
+ *   - MPI_Win_allocate over ranks all on one node (share_node): one range
+ *     of rank 0's own shared memory (its memfd, osc_ucxx_seg.c: nothing in
+ *     any file system, its pages reserved) holds every rank's state
+ *     segment, PSCW post slots and memory; the others open rank 0's file
+ *     once, map the range and close it.  A lock_all epoch to every peer
+ *     then pays page faults alone, where mapping each peer's file at its
+ *     first access cost four system calls per peer (docs/scale.md).
+ *     Memory stays proportional to what the ranks expose: the range is
+ *     their windows' pages, a state segment and post slots each, and only
+ *     windows of the window arenas' sizes go there (larger ones keep their
+ *     own allocations, mapped by peers in pieces).  Rank 0 gives the range
+ *     back once no rank maps it (a word in it counts them): a rank whose
+ *     window outlives the collective free (a duplicate's core) keeps its
+ *     memory.
  */
 
 #include "ompi_config.h"
@@ -22,7 +40,11 @@
 
 #include "ompi/proc/proc.h"
 
+#include "opal/align.h"
+#include "opal/util/sys_limits.h"
+
 #include "osc_ucxx_share.h"
+#include "osc_ucxx_seg.h"
 
 #define SHM_PREFIX "/dev/shm"
 
@@ -112,12 +134,175 @@ fail:
     return OMPI_SUCCESS != rc ? rc : MPI_ERR_NO_MEM;
 }
 
+/* ------------------------------------------------------------------------- */
+/* MPI_Win_allocate on one node */
+
+/* The range's first line: how many processes map it (CPU atomics only). */
+#define NODE_HEAD 64
+/* A rank's memory, at most: the window arenas' largest window
+ * (osc_ucxx_memory.c); the range, at most. */
+#define NODE_RANK_MAX ((uint64_t) 256 * 1024)
+#define NODE_MAX ((uint64_t) 64 << 20)
+/* Ranks up to which the segment holds their PSCW post slots too. */
+#define NODE_POSTS_RANKS 256
+
+typedef struct {
+    uint64_t size;
+    uint32_t ok, uid;
+} node_ask_t;
+
+typedef struct {
+    ompi_osc_ucxx_segid_t id;
+    uint64_t off;
+} node_give_t;
+
+/* Rank 0's ranges that a peer still mapped when it freed its window. */
+static ompi_osc_ucxx_shseg_t *node_kept;
+
+static uint64_t *node_users(const ompi_osc_ucxx_shseg_t *seg)
+{
+    return (uint64_t *) seg->map;
+}
+
+static void seg_free(ompi_osc_ucxx_shseg_t *seg)
+{
+    free(seg->sizes);
+    free(seg->offsets);
+    free(seg);
+}
+
+/* Ranges no peer maps any more go back to our file. */
+static void node_reclaim(bool all)
+{
+    ompi_osc_ucxx_shseg_t **at, *seg, *gone = NULL;
+
+    OSC_UCXX_LOCK(&OSC_UCXX.lock);
+    for (at = &node_kept; NULL != (seg = *at);) {
+        if (all || 0 == __atomic_load_n(node_users(seg), __ATOMIC_ACQUIRE)) {
+            *at = seg->next;
+            seg->next = gone;
+            gone = seg;
+        } else {
+            at = &seg->next;
+        }
+    }
+    OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+    for (; NULL != gone; gone = seg) {
+        seg = gone->next;
+        if (all) {
+            munmap(gone->map, gone->len);  /* (peers may map it still: no hole punched) */
+        } else {
+            ompi_osc_ucxx_seg_give(gone->map, gone->off, gone->len);
+        }
+        seg_free(gone);
+    }
+}
+
+void ompi_osc_ucxx_share_fini(void)
+{
+    node_reclaim(true);
+}
+
+int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t state_size,
+                             size_t posts_size, bool mappable, ompi_osc_ucxx_shseg_t **out)
+{
+    int n = ompi_comm_size(comm), me = ompi_comm_rank(comm), rc, ok;
+    uint64_t page = (uint64_t) opal_getpagesize(), stride = OPAL_ALIGN(state_size, 256, uint64_t);
+    /* (post slots grow with the ranks squared: past NODE_POSTS_RANKS, each
+     * rank's own, mapped by the peers that post) */
+    uint64_t pstride = n <= NODE_POSTS_RANKS ? OPAL_ALIGN(posts_size, 64, uint64_t) : 0;
+    uint64_t posts_at = NODE_HEAD + n * stride;
+    uint64_t data0 = OPAL_ALIGN(posts_at + (uint64_t) n * pstride, page, uint64_t), total = data0;
+    node_ask_t mine = {size, mappable && size <= NODE_RANK_MAX, (uint32_t) geteuid()};
+    node_ask_t *all = malloc(n * sizeof(*all));
+    node_give_t give;
+    ompi_osc_ucxx_shseg_t *seg = NULL;
+    bool use = true;
+
+    *out = NULL;
+    if (NULL == all) return OMPI_ERR_OUT_OF_RESOURCE;
+    rc = comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,
+                                      comm, comm->c_coll->coll_allgather_module);
+    /* (every rank is past its previous window's free: what it mapped of
+     * ours is counted off) */
+    node_reclaim(false);
+    for (int i = 0; OMPI_SUCCESS == rc && i < n; ++i) {
+        use = use && all[i].ok && all[i].uid == all[0].uid;
+        total += OPAL_ALIGN(all[i].size, page, uint64_t);
+    }
+    if (OMPI_SUCCESS != rc || !use || total > NODE_MAX) goto out;
+
+    seg = calloc(1, sizeof(*seg));
+    if (NULL != seg) {
+        seg->node = true;
+        seg->off = OSC_UCXX_SEG_NONE;
+    }
+    ok = NULL != seg && NULL != (seg->sizes = malloc(n * sizeof(uint64_t))) &&
+         NULL != (seg->offsets = malloc((n + 1) * sizeof(uint64_t)));
+    memset(&give, 0, sizeof(give));
+    give.off = OSC_UCXX_SEG_NONE;
+    if (0 == me && ok && ompi_osc_ucxx_seg_self(&give.id)) {
+        void *addr;
+        if (OMPI_SUCCESS == ompi_osc_ucxx_seg_take(total, &addr, &give.off)) {
+            seg->map = addr;
+            seg->off = give.off;
+            __atomic_store_n(node_users(seg), 1, __ATOMIC_RELEASE);
+        } else {
+            give.off = OSC_UCXX_SEG_NONE;
+        }
+    }
+    rc = comm->c_coll->coll_bcast(&give, sizeof(give), MPI_BYTE, 0, comm,
+                                  comm->c_coll->coll_bcast_module);
+    if (OMPI_SUCCESS == rc && 0 != me && ok && OSC_UCXX_SEG_NONE != give.off) {
+        ompi_osc_ucxx_seg_range_t r = {.off = give.off, .len = (size_t) total};
+        if (ompi_osc_ucxx_seg_attach(&give.id, true, &r, 1)) {
+            seg->map = r.addr;
+            __atomic_add_fetch(node_users(seg), 1, __ATOMIC_ACQ_REL);
+        }
+    }
+    if (NULL != seg) seg->len = (size_t) total;
+    ok = ok && NULL != seg && NULL != seg->map;
+    if (OMPI_SUCCESS == rc) {
+        rc = comm->c_coll->coll_allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm,
+                                          comm->c_coll->coll_allreduce_module);
+    }
+    if (OMPI_SUCCESS != rc || !ok) {
+        OSC_UCXX_VERBOSE(10, "MPI_Win_allocate: no segment for the node; each rank's own memory");
+        ompi_osc_ucxx_share_segment_free(seg);
+        goto out;
+    }
+    seg->state_stride = (size_t) stride;
+    seg->state_at = NODE_HEAD;
+    seg->posts_stride = (size_t) pstride;
+    seg->posts_at = posts_at;
+    seg->offsets[0] = data0;
+    for (int i = 0; i < n; ++i) {
+        seg->sizes[i] = all[i].size;
+        seg->offsets[i + 1] = seg->offsets[i] + OPAL_ALIGN(all[i].size, page, uint64_t);
+    }
+    *out = seg;
+out:
+    free(all);
+    return rc;
+}
+
 void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg)
 {
-    if (NULL != seg) {
-        if (NULL != seg->map) munmap(seg->map, seg->len);
-        free(seg->sizes);
-        free(seg->offsets);
-        free(seg);
+    if (NULL == seg) return;
+    if (seg->node && NULL != seg->map) {
+        uint64_t left = __atomic_sub_fetch(node_users(seg), 1, __ATOMIC_ACQ_REL);
+        if (OSC_UCXX_SEG_NONE != seg->off) {   /* rank 0's: ours */
+            if (0 != left) {
+                OSC_UCXX_LOCK(&OSC_UCXX.lock);
+                seg->next = node_kept;
+                node_kept = seg;
+                OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
+                return;
+            }
+            ompi_osc_ucxx_seg_give(seg->map, seg->off, seg->len);
+            seg->map = NULL;
+        }
     }
+    if (NULL != seg->map) munmap(seg->map, seg->len);
+    seg_free(seg);
 }

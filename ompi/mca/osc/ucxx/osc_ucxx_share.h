@@ -2,7 +2,8 @@
  * Copyright (c) 2026 The osc/ucxx authors. All rights reserved.
  * $COPYRIGHT$
  *
- * MPI_Win_allocate_shared segments (osc_ucxx_share.c).
+ * Segments of every rank on the node: MPI_Win_allocate_shared's, and
+ * MPI_Win_allocate's where all ranks share the node (osc_ucxx_share.c).
  */
 
 #ifndef OMPI_OSC_UCXX_SHARE_H
@@ -19,6 +20,16 @@ struct ompi_osc_ucxx_shseg_t {
     size_t len;
     uint64_t *offsets;       /* rank r's segment: [offsets[r], offsets[r] + sizes[r]) */
     uint64_t *sizes;
+    /* MPI_Win_allocate's (share_node): the ranks' state segments too, and
+     * the range of rank 0's file that holds it all */
+    size_t state_stride;     /* rank r's state at map + state_at + r * state_stride; 0: none */
+    uint64_t state_at;
+    size_t posts_stride;     /* rank r's PSCW post slots at map + posts_at + r * posts_stride;
+                              * 0: none (each rank's own) */
+    uint64_t posts_at;
+    bool node;               /* made by share_node */
+    uint64_t off;            /* rank 0: where in its file; others OSC_UCXX_SEG_NONE */
+    struct ompi_osc_ucxx_shseg_t *next;   /* rank 0: given back when no rank maps it */
 };
 
 /* Collective over `comm` (every rank on this node): every rank returns the
@@ -26,6 +37,29 @@ struct ompi_osc_ucxx_shseg_t {
 int ompi_osc_ucxx_share_segment(struct ompi_communicator_t *comm, size_t size, bool noncontig,
                                 ompi_osc_ucxx_shseg_t **seg);
 void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg);
+/* MPI_Win_allocate over ranks all on this node: rank 0 takes one range of
+ * its shared memory (osc_ucxx_seg.c) for every rank's `size` bytes,
+ * `state_size` bytes of state and `posts_size` of PSCW post slots, every
+ * rank maps it with one mapping.
+ * Collective over `comm`; *seg NULL (and OMPI_SUCCESS) where it is not
+ * made (some rank not `mappable` or of another user, a rank's memory
+ * larger than the window arenas', a mapping that failed): each rank then
+ * allocates its own, as elsewhere. */
+int ompi_osc_ucxx_share_node(struct ompi_communicator_t *comm, size_t size, size_t state_size,
+                             size_t posts_size, bool mappable, ompi_osc_ucxx_shseg_t **seg);
+/* Finalize: the ranges rank 0 kept for peers that still mapped them. */
+void ompi_osc_ucxx_share_fini(void);
+
+static inline void *ompi_osc_ucxx_shseg_state(const ompi_osc_ucxx_shseg_t *seg, int rank)
+{
+    return seg->map + seg->state_at + (size_t) rank * seg->state_stride;
+}
+
+static inline volatile uint64_t *ompi_osc_ucxx_shseg_posts(const ompi_osc_ucxx_shseg_t *seg,
+                                                           int rank)
+{
+    return (volatile uint64_t *) (seg->map + seg->posts_at + (size_t) rank * seg->posts_stride);
+}
 
 END_C_DECLS
 

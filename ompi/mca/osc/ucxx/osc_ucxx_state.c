@@ -125,7 +125,7 @@ static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_at
     if (OPAL_LIKELY(module->state_cpu)) {
         char *state = (char *) ompi_osc_ucxx_direct_state(module, target);
         uint64_t reply;
-        if (OPAL_UNLIKELY(NULL == state)) return OMPI_ERR_UNREACH;
+        if (OPAL_UNLIKELY(NULL == state)) return OSC_UCXX_ERR_UNMAPPED;
         reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
         ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, offset, OSC_UCXX_AUDIT_CPU);
         if (NULL != result) *result = reply;
@@ -475,7 +475,7 @@ int ompi_osc_ucxx_state_barrier(ompi_osc_ucxx_module_t *module)
         int peer = (module->rank + dist) % size, spins = 0, yield_after;
         ompi_osc_ucxx_state_t *to = ompi_osc_ucxx_direct_state(module, peer);
         if (OPAL_UNLIKELY(NULL == to)) {
-            return OMPI_ERR_UNREACH;  /* (fence_by_state: every process maps every other) */
+            return OSC_UCXX_ERR_UNMAPPED;  /* (fence_by_state: every process maps every other) */
         }
         __atomic_store_n(&to->barrier[k], seq, __ATOMIC_RELEASE);
         ompi_osc_ucxx_audit(module, peer, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(barrier) + k * sizeof(uint64_t),
@@ -526,7 +526,7 @@ int ompi_osc_ucxx_state_complete_add(ompi_osc_ucxx_module_t *module, int target)
                                        ? module->state
                                        : ompi_osc_ucxx_direct_state(module, target);
     if (OPAL_UNLIKELY(NULL == state)) {
-        return OMPI_ERR_UNREACH;
+        return OSC_UCXX_ERR_UNMAPPED;
     }
     __atomic_fetch_add(&state->complete.value, 1, __ATOMIC_ACQ_REL);
     ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(complete),

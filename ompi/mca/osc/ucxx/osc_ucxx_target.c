@@ -504,6 +504,11 @@ static void resolve(ompi_osc_ucxx_module_t *module, int target, uint64_t touch)
     if (target == module->rank) {
         peer->direct_data = module->base;
         peer->direct_state = module->state;
+    } else if (NULL != module->shseg && 0 != module->shseg->state_stride) {
+        /* MPI_Win_allocate on one node: the node's segment, mapped whole */
+        peer->direct_data = module->shseg->map + module->shseg->offsets[target];
+        peer->direct_state = ompi_osc_ucxx_shseg_state(module->shseg, target);
+        peer->loads_fault = true;
     } else if (mappable(module, target) && NULL != (e = peer_ent(module, target))) {
         map_peer(module, target, e, touch);
         peer->loads_fault = NULL != peer->direct_data;
@@ -550,8 +555,16 @@ volatile uint64_t *ompi_osc_ucxx_peer_post_slot(ompi_osc_ucxx_module_t *module, 
         module->rank >= OSC_UCXX_POST_SLOTS) {
         return peer->post_slot;
     }
+    if (NULL != module->shseg && 0 != module->shseg->posts_stride) {
+        /* (MPI_Win_allocate on one node: in the node's segment) */
+        peer->post_slot = ompi_osc_ucxx_shseg_posts(module->shseg, target) + module->rank;
+        return peer->post_slot;
+    }
     at = state->posts_at.value;
     OSC_UCXX_LOCK(&module->setup_lock);
+    if (NULL != module->shseg && 0 != module->shseg->state_stride) {
+        (void) peer_ent(module, target);   /* (the node's segment needed none before) */
+    }
     if (NULL == peer->post_slot && NULL != peer->ent && OSC_UCXX_SEG_NONE != at) {
         ompi_osc_ucxx_pmap_req_t req = {.off = at + (uint64_t) module->rank * sizeof(uint64_t),
                                          .len = sizeof(uint64_t),

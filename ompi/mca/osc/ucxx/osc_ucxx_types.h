@@ -63,6 +63,13 @@
 
 BEGIN_C_DECLS
 
+/* A peer's state or memory that this process was to map (the window's
+ * policy counts on every process mapping every other's) and could not at
+ * its first access: descriptors or address space exhausted, the peer's
+ * file refused.  No UCX path is set up for it then: the access fails with
+ * the class of memory that cannot be shared. */
+#define OSC_UCXX_ERR_UNMAPPED OMPI_ERR_RMA_SHARED
+
 /* Every object, by name (defined in the layer that owns it). */
 typedef struct ompi_osc_ucxx_worker_t ompi_osc_ucxx_worker_t;     /* worker.h */
 typedef struct ompi_osc_ucxx_rkey_t ompi_osc_ucxx_rkey_t;         /* rkey.c */

@@ -512,6 +512,24 @@ static bool machine_can_hold(size_t len)
     return len / si.mem_unit <= (size_t) si.totalram + si.totalswap;
 }
 
+/* PSCW post slots: one per origin rank below OSC_UCXX_POST_SLOTS. */
+static size_t posts_count(const ompi_osc_ucxx_module_t *module)
+{
+    return (size_t) (module->size < OSC_UCXX_POST_SLOTS ? module->size : OSC_UCXX_POST_SLOTS);
+}
+
+/* An MPI_Win_allocate window's memory and state in the node's segment
+ * (osc_ucxx_share.c), which every rank maps; nothing registered: every
+ * peer maps it. */
+static int node_memory(ompi_osc_ucxx_module_t *module, void **base)
+{
+    if (module->len > 0) module->base = module->shseg->map + module->shseg->offsets[module->rank];
+    module->state = ompi_osc_ucxx_shseg_state(module->shseg, module->rank);
+    memset(module->state, 0, module->state_size);
+    *base = module->base;
+    return OMPI_SUCCESS;
+}
+
 /* The window's memory: ours where we allocate it (osc_ucxx_memory.c), so
  * peers on the node map it; registered where the user owns it.  An
  * allocated window's state segment is not in its pages but next to them
@@ -527,6 +545,14 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
     if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
         module->base = NULL;
         *base = NULL;
+        if (module->size > 1 && ompi_osc_ucxx_all_on_node(module)) {
+            ompi_osc_ucxx_segid_t id;
+            rc = ompi_osc_ucxx_share_node(module->comm, size, module->state_size,
+                                          posts_count(module) * sizeof(uint64_t),
+                                          mappable_here(&id), &module->shseg);
+            if (OMPI_SUCCESS != rc) return rc;
+            if (NULL != module->shseg) return node_memory(module, base);
+        }
         if (size > 0) {
             void *all = NULL;
             if (!machine_can_hold(size)) {
@@ -580,16 +606,24 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
 }
 
 /* The PSCW post slots, zeroed, a slot per origin rank below
- * OSC_UCXX_POST_SLOTS, from a post arena (osc_ucxx_memory.c); the state
- * says where they lie for the peers that map it. */
+ * OSC_UCXX_POST_SLOTS, from a post arena (osc_ucxx_memory.c), the state
+ * saying where they lie for the peers that map it; or in the node's
+ * segment, where peers find them without it. */
 static int posts_memory(ompi_osc_ucxx_module_t *module)
 {
-    size_t n = (size_t) (module->size < OSC_UCXX_POST_SLOTS ? module->size
-                                                            : OSC_UCXX_POST_SLOTS);
     void *slots = NULL;
-    int rc = ompi_osc_ucxx_posts_take(n * sizeof(uint64_t), &slots, &module->posts.memh,
-                                      &module->posts.serial, &module->posts.len,
-                                      &module->posts.off);
+    int rc;
+
+    if (NULL != module->shseg && 0 != module->shseg->posts_stride) {
+        /* (in the node's segment: peers find them there) */
+        module->posts.slots = ompi_osc_ucxx_shseg_posts(module->shseg, module->rank);
+        memset((void *) module->posts.slots, 0, posts_count(module) * sizeof(uint64_t));
+        module->state->posts_at.value = OSC_UCXX_SEG_NONE;
+        return OMPI_SUCCESS;
+    }
+    rc = ompi_osc_ucxx_posts_take(posts_count(module) * sizeof(uint64_t), &slots,
+                                  &module->posts.memh, &module->posts.serial,
+                                  &module->posts.len, &module->posts.off);
     if (OMPI_SUCCESS != rc) return rc;
     module->posts.slots = slots;
     module->state->posts_at.value = module->posts.off;

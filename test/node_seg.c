@@ -1,0 +1,144 @@
+/* node_seg: the first all-to-all epochs of fresh windows, every value
+ * checked, on every flavor, with window sizes that differ between ranks.
+ * osc/ucxx lays out an MPI_Win_allocate window of ranks all on one node in
+ * one range of rank 0's shared memory (every rank's memory, state segment
+ * and PSCW post slots: osc_ucxx_share.c), mapped whole by every rank at
+ * creation; where a rank's memory is too large for it, every rank keeps its
+ * own.  Each layout below is made, used and freed several times (rank 0
+ * gives a range back only once no rank maps it, and takes it again for a
+ * later window), and three windows of it are alive together:
+ *   - "uniform": 8 bytes per rank in every rank's window;
+ *   - "varied": rank r's window 8 bytes per rank plus r * 1000 + 8, so that
+ *     neighbours' memory starts at odd places;
+ *   - "one large": rank 1's window 300 KiB (too large for the node's
+ *     segment: every rank keeps its own memory).
+ * Per window: every rank fills its memory with a pattern by plain stores;
+ * lock_all, a put of (me, layout, window, pass) into my slot at every rank,
+ * unlock_all; post/start with every rank, a put of the value + 1,
+ * complete/wait; fence, a get of my slot back from every rank, fence;
+ * each step checked in every slot, and the rest of every window still
+ * holds the pattern (a neighbour's memory or state next to it must not
+ * reach into it). */
+#include "testutil.h"
+#include <stdint.h>
+
+static int me, nprocs;
+static MPI_Group world;
+
+enum { UNIFORM, VARIED, ONE_LARGE, NLAYOUTS };
+static const char *layout_names[] = {"uniform", "varied", "one large"};
+
+static MPI_Aint window_size(int layout, int rank)
+{
+    MPI_Aint slots = (MPI_Aint) nprocs * 8;
+    if (VARIED == layout) return slots + rank * 1000 + 8;
+    if (ONE_LARGE == layout && 1 == rank) return 300 * 1024;
+    return slots;
+}
+
+static int64_t value(int rank, int layout, int w, int pass)
+{
+    return (int64_t) 0x3c00000000000000LL + (int64_t) rank * 1000000LL + layout * 10000 +
+           w * 100 + pass;
+}
+
+static unsigned char fill(MPI_Aint i)
+{
+    return (unsigned char) (0xa5 ^ (i * 7));
+}
+
+static void check(tu_win_t *w, int layout, int wi, int pass, int plus, const char *what)
+{
+    const unsigned char *bytes = w->base;
+    const int64_t *slots = w->base;
+
+    TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, w->win));
+    for (int o = 0; o < nprocs; ++o) {
+        int64_t want = value(o, layout, wi, pass) + plus;
+        TU_CHECK(slots[o] == want, "%s, %s window %d pass %d, %s: slot of rank %d is %#llx, "
+                 "want %#llx", tu_flavor_names[w->flavor], layout_names[layout], wi, pass, what,
+                 o, (unsigned long long) slots[o], (unsigned long long) want);
+    }
+    for (MPI_Aint i = (MPI_Aint) nprocs * 8; i < w->size; ++i) {
+        TU_CHECK(bytes[i] == fill(i), "%s, %s window %d pass %d, %s: byte %ld of %ld is %#x, "
+                 "want %#x", tu_flavor_names[w->flavor], layout_names[layout], wi, pass, what,
+                 (long) i, (long) w->size, bytes[i], fill(i));
+        if (bytes[i] != fill(i)) break;
+    }
+    TU_MPI(MPI_Win_unlock(me, w->win));
+}
+
+static void use(tu_win_t *w, int layout, int wi, int pass)
+{
+    int64_t mine = value(me, layout, wi, pass), plus = mine + 1;
+    int64_t *back = malloc(nprocs * sizeof(int64_t));
+
+    TU_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, w->win));
+    for (MPI_Aint i = 0; i < w->size; ++i) ((unsigned char *) w->base)[i] = fill(i);
+    TU_MPI(MPI_Win_unlock(me, w->win));
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    TU_MPI(MPI_Win_lock_all(0, w->win));
+    for (int k = 1; k <= nprocs; ++k) {
+        int t = (me + k) % nprocs;
+        TU_MPI(MPI_Put(&mine, 1, MPI_INT64_T, t, tu_disp(w, t, me), 1, MPI_INT64_T, w->win));
+    }
+    TU_MPI(MPI_Win_unlock_all(w->win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    check(w, layout, wi, pass, 0, "lock_all put");
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    tu_pscw_put_all(w, world, &plus, me);
+    MPI_Barrier(MPI_COMM_WORLD);
+    check(w, layout, wi, pass, 1, "PSCW put");
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    TU_MPI(MPI_Win_fence(0, w->win));
+    for (int t = 0; t < nprocs; ++t) {
+        TU_MPI(MPI_Get(&back[t], 1, MPI_INT64_T, t, tu_disp(w, t, me), 1, MPI_INT64_T, w->win));
+    }
+    TU_MPI(MPI_Win_fence(0, w->win));
+    for (int t = 0; t < nprocs; ++t) {
+        TU_CHECK(back[t] == plus, "%s, %s window %d pass %d: fence get from rank %d gave %#llx, "
+                 "want %#llx", tu_flavor_names[w->flavor], layout_names[layout], wi, pass, t,
+                 (unsigned long long) back[t], (unsigned long long) plus);
+    }
+    free(back);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv)
+{
+    int passes = 3, rc;
+
+    tu_parse_args(argc, argv);
+    tu_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    for (int flavor = 0; flavor < TU_NFLAVORS_ALL; ++flavor) {
+        if (!tu_flavor_or_all(flavor)) continue;
+        for (int layout = 0; layout < NLAYOUTS; ++layout) {
+            tu_win_t w[3];
+            /* made, used and freed: ranges given back and taken again */
+            for (int pass = 0; pass < passes; ++pass) {
+                tu_win_create(flavor, window_size(layout, me), 8, MPI_INFO_NULL, MPI_COMM_WORLD,
+                              &w[0]);
+                if (MPI_WIN_NULL == w[0].win) break;   /* (n/a: shared across hosts) */
+                use(&w[0], layout, 0, pass);
+                tu_win_free(&w[0]);
+            }
+            /* three alive together, each used */
+            for (int i = 0; i < 3; ++i) {
+                tu_win_create(flavor, window_size(layout, me), 8, MPI_INFO_NULL, MPI_COMM_WORLD,
+                              &w[i]);
+            }
+            for (int i = 0; i < 3 && MPI_WIN_NULL != w[i].win; ++i) use(&w[i], layout, i, passes);
+            for (int i = 0; i < 3; ++i) tu_win_free(&w[i]);
+        }
+    }
+    MPI_Group_free(&world);
+    rc = tu_finish("node_seg");
+    MPI_Finalize();
+    return rc;
+}
