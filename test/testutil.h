@@ -382,6 +382,7 @@ static inline const char *tu_err_class_name(int cls)
     case MPI_ERR_RMA_RANGE: return "MPI_ERR_RMA_RANGE";
     case MPI_ERR_RMA_ATTACH: return "MPI_ERR_RMA_ATTACH";
     case MPI_ERR_RMA_CONFLICT: return "MPI_ERR_RMA_CONFLICT";
+    case MPI_ERR_RMA_SHARED: return "MPI_ERR_RMA_SHARED";
     case MPI_ERR_RANK: return "MPI_ERR_RANK";
     case MPI_ERR_DISP: return "MPI_ERR_DISP";
     case MPI_ERR_SIZE: return "MPI_ERR_SIZE";
