@@ -90,9 +90,7 @@ int main(int argc, char **argv)
     uint64_t *dst = malloc(K * sizeof(uint64_t));
     MPI_Request *req = malloc(K * sizeof(MPI_Request));
     int *idx = malloc(K * sizeof(int)), *perm = malloc(K * sizeof(int));
-    int p = 7919;   /* i -> i * p mod K, p coprime to K: a permutation */
-    while (1) { int a = p, b = K, t; while (b) { t = a % b; a = b; b = t; } if (1 == a) break; p += 2; }
-    for (int i = 0; i < K; i++) perm[i] = (int) (((long) i * p) % K);
+    tu_permutation(perm, K);
 
     for (int flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_enabled(flavor)) continue;
