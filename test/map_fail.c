@@ -12,7 +12,8 @@
  * and after its limit is back, both windows are freed and a new window
  * works.  Where rank 1 is on another node (test/hosts.sh) nothing is
  * mapped: n/a.  With UCX over TCP alone the window also has UCX paths to
- * the peers, which may serve the access instead. */
+ * the peers, which may serve the access instead: then the epoch must end
+ * without error and the put must have landed at rank 1. */
 #include "testutil.h"
 #include <dirent.h>
 #include <stdint.h>
@@ -34,7 +35,7 @@ static void want_shared_class(int rc, const char *what)
 {
     int cls = MPI_SUCCESS;
     if (MPI_SUCCESS != rc) MPI_Error_class(rc, &cls);
-    if (MPI_SUCCESS == cls && tu_tcp_only()) return;   /* (peers reached through UCX too) */
+    if (MPI_SUCCESS == cls && tu_tcp_only()) return;   /* (checked by its effect: main) */
     TU_CHECK(MPI_ERR_RMA_SHARED == cls, "%s with the target unmappable: class %s, want "
              "MPI_ERR_RMA_SHARED", what, tu_err_class_name(cls));
 }
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
     int64_t v = 42, *base[3];
     MPI_Win win[3];
     MPI_Comm node;
-    int rc, near = 0;
+    int rc, near = 0, landed = 0;
 
     tu_parse_args(argc, argv);
     tu_init(&argc, &argv);
@@ -69,16 +70,27 @@ int main(int argc, char **argv)
 
         rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win[0]);
         want_shared_class(rc, "MPI_Win_lock");
-        if (MPI_SUCCESS == rc) MPI_Win_unlock(1, win[0]);
+        if (MPI_SUCCESS == rc) want_shared_class(MPI_Win_unlock(1, win[0]), "MPI_Win_unlock");
 
         TU_MPI(MPI_Win_lock_all(0, win[1]));
         rc = MPI_Put(&v, 1, MPI_INT64_T, 1, 0, 1, MPI_INT64_T, win[1]);
         want_shared_class(rc, "MPI_Put in lock_all");
-        MPI_Win_unlock_all(win[1]);
+        landed = MPI_SUCCESS == rc;
+        rc = MPI_Win_unlock_all(win[1]);
+        if (landed) want_shared_class(rc, "MPI_Win_unlock_all after the put");
+        landed = landed && MPI_SUCCESS == rc;
 
         setrlimit(RLIMIT_NOFILE, &old);
     } else if (0 == me) {
         printf("map_fail: n/a (rank 1 on another node)\n");
+    }
+    /* a put that reported success is at rank 1 */
+    MPI_Bcast(&landed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (1 == me && landed) {
+        TU_MPI(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, win[1]));
+        TU_CHECK(base[1][0] == v, "the put that succeeded: %lld at rank 1, want %lld",
+                 (long long) base[1][0], (long long) v);
+        TU_MPI(MPI_Win_unlock(me, win[1]));
     }
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < 2; ++i) TU_MPI(MPI_Win_free(&win[i]));

@@ -35,10 +35,7 @@ int main(int argc, char **argv)
     MPI_Request *req = malloc(2 * N * sizeof(MPI_Request));
     MPI_Status *st = malloc(2 * N * sizeof(MPI_Status));
     int *perm = malloc(N * sizeof(int));
-    /* a permutation of [0, N): i -> (i * p) mod N with p coprime to N */
-    int p = 7919;
-    while (1) { int a = p, b = N, t; while (b) { t = a % b; a = b; b = t; } if (1 == a) break; p += 2; }
-    for (int i = 0; i < N; i++) perm[i] = (int) (((long) i * p) % N);
+    tu_permutation(perm, N);
 
     for (int flavor = 0; flavor < TU_NFLAVORS; flavor++) {
         if (!tu_flavor_enabled(flavor)) continue;

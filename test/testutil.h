@@ -214,6 +214,20 @@ static inline void tu_init_ring(int *argc, char ***argv, int *me, int *nprocs, i
     *prev = (*me + *nprocs - 1) % *nprocs;
 }
 
+/* perm: a permutation of [0, n) that scatters neighbours, i -> i * p mod n
+ * with p coprime to n (offsets in shuffled order). */
+static inline void tu_permutation(int *perm, int n)
+{
+    int p = 7919;
+    while (1) {
+        int a = p, b = n, t;
+        while (b) { t = a % b; a = b; b = t; }
+        if (1 == a) break;
+        p += 2;
+    }
+    for (int i = 0; i < n; i++) perm[i] = (int) (((long) i * p) % n);
+}
+
 /* ---- Nodes ------------------------------------------------------------------
  * Jobs may span nodes (test/hosts.sh simulates them).  tu_node_comm: the
  * ranks of `comm` that share memory with this one (MPI_COMM_TYPE_SHARED);
@@ -382,6 +396,7 @@ static inline const char *tu_err_class_name(int cls)
     case MPI_ERR_RMA_RANGE: return "MPI_ERR_RMA_RANGE";
     case MPI_ERR_RMA_ATTACH: return "MPI_ERR_RMA_ATTACH";
     case MPI_ERR_RMA_CONFLICT: return "MPI_ERR_RMA_CONFLICT";
+    case MPI_ERR_RMA_SHARED: return "MPI_ERR_RMA_SHARED";
     case MPI_ERR_RANK: return "MPI_ERR_RANK";
     case MPI_ERR_DISP: return "MPI_ERR_DISP";
     case MPI_ERR_SIZE: return "MPI_ERR_SIZE";

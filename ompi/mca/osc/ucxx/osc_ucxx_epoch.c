@@ -606,14 +606,11 @@ static __opal_attribute_noinline__ int begin_locked(ompi_osc_ucxx_module_t *modu
     return begin_body(module, e, kind, assert);
 }
 
-/* lock_all's general way, the epoch lock held (mt) or taken here. */
+/* lock_all's general way, the epoch lock held (mt). */
 static __opal_attribute_noinline__ int lock_all_locked(ompi_osc_ucxx_module_t *module,
-                                                       ompi_osc_ucxx_epoch_t *e, int assert,
-                                                       bool held)
+                                                       ompi_osc_ucxx_epoch_t *e, int assert)
 {
-    int rc;
-    if (!held) OSC_UCXX_SPIN_LOCK(&e->lock);
-    rc = begin_body(module, e, OSC_UCXX_EPOCH_LOCK_ALL, assert);
+    int rc = begin_body(module, e, OSC_UCXX_EPOCH_LOCK_ALL, assert);
     OSC_UCXX_SPIN_UNLOCK(&e->lock);
     return rc;
 }
@@ -635,21 +632,22 @@ int ompi_osc_ucxx_epoch_lock_all(ompi_osc_ucxx_module_t *module, int assert)
     bool mt = OSC_UCXX.mt, held;
 
     if (OPAL_UNLIKELY(!spin_try(&e->lock))) {
-        return lock_all_locked(module, e, assert, false);
+        OSC_UCXX_SPIN_LOCK(&e->lock);
+        return lock_all_locked(module, e, assert);
     }
     if (OSC_UCXX_EPOCH_NONE != e->kind || 1 != e->reopen || (assert & MPI_MODE_NOCHECK) ||
         NULL != ompi_osc_ucxx_order_head || ompi_osc_ucxx_audit_on) {
-        return lock_all_locked(module, e, assert, true);
+        return lock_all_locked(module, e, assert);
     }
     peer = &module->peers[e->targets[0]];
     if ((peer->access & OSC_UCXX_TGT_READY) || NULL == (state = cpu_state_known(module, peer))) {
-        return lock_all_locked(module, e, assert, true);
+        return lock_all_locked(module, e, assert);
     }
     /* (lock_begin_unlocked: the kind, then nlocks; it does the reverse) */
     __atomic_store_n(&e->kind, OSC_UCXX_EPOCH_LOCK_ALL, __ATOMIC_SEQ_CST);
     if (OPAL_UNLIKELY(__atomic_load_n(&module->nlocks, __ATOMIC_SEQ_CST) > 0)) {
         e->kind = OSC_UCXX_EPOCH_NONE;
-        return lock_all_locked(module, e, assert, true);
+        return lock_all_locked(module, e, assert);
     }
     ompi_osc_ucxx_dyn_synced(module);
     held = ompi_osc_ucxx_state_try_shared_word(state);

@@ -112,19 +112,54 @@ void ompi_osc_ucxx_progress_unhold(void)
     OSC_UCXX.progress_hold = HOLD_RUN;
 }
 
-/* References the progress thread drops: below MPI_THREAD_MULTIPLE Open
- * MPI changes reference counts without atomics, so a release here would
- * race with the application's own retains of the same object; the next
- * application thread that progresses releases them instead. */
-typedef struct obj_later {
-    struct obj_later *next;
-    opal_object_t *obj;
-} obj_later_t;
-static obj_later_t *later_list = NULL;   /* pushed by the thread, taken whole */
+/* Work the progress thread leaves to the application's threads: below
+ * MPI_THREAD_MULTIPLE Open MPI changes reference counts, and a request's
+ * completion state and a wait's count, without atomics, so the thread doing
+ * either would race with the application's own retains and waits (a
+ * request completed under MPI_Waitany was lost to it).  The next
+ * application thread that progresses runs the items. */
+static ompi_osc_ucxx_later_t *later_list = NULL;   /* pushed by the thread, taken whole */
 
 bool ompi_osc_ucxx_objects_ours(void)
 {
     return opal_using_threads() || !on_progress_thread();
+}
+
+void ompi_osc_ucxx_later(ompi_osc_ucxx_later_t *l)
+{
+    l->next = __atomic_load_n(&later_list, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&later_list, &l->next, l, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
+/* Runs what was left; how many items. */
+static int later_run(void)
+{
+    ompi_osc_ucxx_later_t *l = __atomic_exchange_n(&later_list, NULL, __ATOMIC_ACQUIRE);
+    int n = 0;
+
+    while (NULL != l) {
+        ompi_osc_ucxx_later_t *next = l->next;
+        l->run(l);
+        l = next;
+        ++n;
+    }
+    return n;
+}
+
+typedef struct obj_later {
+    ompi_osc_ucxx_later_t super;
+    opal_object_t *obj;
+} obj_later_t;
+
+static void obj_later_run(ompi_osc_ucxx_later_t *later)
+{
+    obj_later_t *l = (obj_later_t *) later;
+    opal_object_t *obj = l->obj;
+
+    OBJ_RELEASE(obj);
+    free(l);
 }
 
 void ompi_osc_ucxx_obj_release(opal_object_t *obj)
@@ -137,23 +172,8 @@ void ompi_osc_ucxx_obj_release(opal_object_t *obj)
     }
     if (NULL == (l = malloc(sizeof(*l)))) return;   /* (a reference kept, never a race) */
     l->obj = obj;
-    l->next = __atomic_load_n(&later_list, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&later_list, &l->next, l, true, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED)) {
-    }
-}
-
-static void obj_later_release(void)
-{
-    obj_later_t *l = __atomic_exchange_n(&later_list, NULL, __ATOMIC_ACQUIRE);
-
-    while (NULL != l) {
-        obj_later_t *next = l->next;
-        opal_object_t *obj = l->obj;
-        OBJ_RELEASE(obj);
-        free(l);
-        l = next;
-    }
+    l->super.run = obj_later_run;
+    ompi_osc_ucxx_later(&l->super);
 }
 
 /* Waking for nothing: UCX's event fd may stay readable while progress
@@ -421,7 +441,7 @@ void ompi_osc_ucxx_progress_stop(void)
         pthread_join(OSC_UCXX.progress_tid, NULL);
         OSC_UCXX.progress_running = false;
     }
-    obj_later_release();
+    (void) later_run();
     if (OSC_UCXX.progress_efd >= 0) {
         close(OSC_UCXX.progress_efd);
         close(OSC_UCXX.progress_wake_fd);
@@ -463,7 +483,7 @@ int ompi_osc_ucxx_progress(void)
         ompi_osc_ucxx_quiesce_serve();
     }
     if (OPAL_UNLIKELY(NULL != later_list) && !on_progress_thread()) {
-        obj_later_release();
+        count += later_run();   /* (counted: MPI_Test looks again after progress that did something) */
     }
     if (NULL == self) {
         tls = &ompi_osc_ucxx_tls;

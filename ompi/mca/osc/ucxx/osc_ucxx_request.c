@@ -79,14 +79,34 @@ int ompi_osc_ucxx_request_alloc(struct ompi_win_t *win, ompi_osc_ucxx_worker_t *
     return OMPI_SUCCESS;
 }
 
+static void request_complete(ompi_osc_ucxx_request_t *req)
+{
+    ompi_request_complete(&req->super, true);
+    request_release(req);
+}
+
+static void request_complete_later(ompi_osc_ucxx_later_t *later)
+{
+    request_complete((ompi_osc_ucxx_request_t *) ((char *) later -
+                                                  offsetof(ompi_osc_ucxx_request_t, later)));
+}
+
+/* The last operation done: complete the request, or have the application
+ * complete it where this thread may not (our progress thread below
+ * MPI_THREAD_MULTIPLE: Open MPI's waits change the request without atomics
+ * there, ompi_osc_ucxx_objects_ours). */
 void ompi_osc_ucxx_request_op_done(ompi_osc_ucxx_request_t *req)
 {
     if (0 != opal_atomic_add_fetch_32(&req->outstanding, -1)) {
         return;
     }
     ompi_osc_ucxx_add32(&req->worker->pending, -1);
-    ompi_request_complete(&req->super, true);
-    request_release(req);
+    if (OPAL_UNLIKELY(!ompi_osc_ucxx_objects_ours())) {
+        req->later.run = request_complete_later;
+        ompi_osc_ucxx_later(&req->later);
+        return;
+    }
+    request_complete(req);
 }
 
 void ompi_osc_ucxx_request_fail(ompi_osc_ucxx_request_t *req, int error)

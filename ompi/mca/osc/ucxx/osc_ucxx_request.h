@@ -19,6 +19,7 @@ struct ompi_osc_ucxx_request_t {
     volatile int32_t outstanding;    /* UCX operations + 1 while still issuing */
     volatile int32_t released;       /* completion and user free: the second returns it */
     ompi_osc_ucxx_worker_t *worker;
+    ompi_osc_ucxx_later_t later;     /* completion left to the application (request.c) */
 };
 OBJ_CLASS_DECLARATION(ompi_osc_ucxx_request_t);
 

@@ -193,9 +193,16 @@ void ompi_osc_ucxx_progress_drain(int (*drain)(void));
  * thread below MPI_THREAD_MULTIPLE: Open MPI takes no lock and no atomic
  * for them there. */
 bool ompi_osc_ucxx_objects_ours(void);
+/* Work that only the application's threads may do (above), left by our
+ * progress thread to the next of them that progresses: `run` is called
+ * there once, and may reuse or free the item. */
+typedef struct ompi_osc_ucxx_later {
+    struct ompi_osc_ucxx_later *next;
+    void (*run)(struct ompi_osc_ucxx_later *later);
+} ompi_osc_ucxx_later_t;
+void ompi_osc_ucxx_later(ompi_osc_ucxx_later_t *later);
 /* OBJ_RELEASE from wherever a UCX callback may run: where the caller may
- * not (above), the release is left to the next application thread that
- * progresses. */
+ * not (above), the release is left for later. */
 void ompi_osc_ucxx_obj_release(opal_object_t *obj);
 static inline bool ompi_osc_ucxx_deferred_pending(void)
 {
