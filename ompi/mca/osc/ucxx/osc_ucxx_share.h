@@ -55,6 +55,20 @@ static inline void *ompi_osc_ucxx_shseg_state(const ompi_osc_ucxx_shseg_t *seg, 
     return seg->map + seg->state_at + (size_t) rank * seg->state_stride;
 }
 
+/* A first access to `rank`'s part of the segment, at byte `at` of its
+ * window (UINT64_MAX: not known): read before it writes.  A write fault
+ * maps its own page alone; a read fault also maps the neighbouring pages
+ * of the file already in memory (the kernel's fault-around: up to 64 KiB,
+ * other ranks' state segments and windows, writable in a shared mapping),
+ * so a lock_all epoch to every rank takes a fault per 16 pages instead of
+ * one per page touched. */
+static inline void ompi_osc_ucxx_shseg_touch(const ompi_osc_ucxx_shseg_t *seg, int rank,
+                                             uint64_t at)
+{
+    (void) *(volatile const char *) ompi_osc_ucxx_shseg_state(seg, rank);
+    if (at < seg->sizes[rank]) (void) *(volatile const char *) (seg->map + seg->offsets[rank] + at);
+}
+
 static inline volatile uint64_t *ompi_osc_ucxx_shseg_posts(const ompi_osc_ucxx_shseg_t *seg,
                                                            int rank)
 {
