@@ -11,7 +11,11 @@
  *   - "varied": rank r's window 8 bytes per rank plus r * 1000 + 8, so that
  *     neighbours' memory starts at odd places;
  *   - "one large": rank 1's window 300 KiB (too large for the node's
- *     segment: every rank keeps its own memory).
+ *     segment: every rank keeps its own memory);
+ *   - "descending": rank r's window 8 bytes per rank plus (P - r) * 1000
+ *     + 8: rank 0's the largest (rank 0 takes its range before it knows
+ *     the others' sizes, for all of them asking its own: here it holds
+ *     them, laid out as they ask, where "varied" makes it take another).
  * Per window: every rank fills its memory with a pattern by plain stores;
  * lock_all, a put of (me, layout, window, pass) into my slot at every rank,
  * unlock_all; post/start with every rank, a put of the value + 1,
@@ -25,13 +29,14 @@
 static int me, nprocs;
 static MPI_Group world;
 
-enum { UNIFORM, VARIED, ONE_LARGE, NLAYOUTS };
-static const char *layout_names[] = {"uniform", "varied", "one large"};
+enum { UNIFORM, VARIED, ONE_LARGE, DESCENDING, NLAYOUTS };
+static const char *layout_names[] = {"uniform", "varied", "one large", "descending"};
 
 static MPI_Aint window_size(int layout, int rank)
 {
     MPI_Aint slots = (MPI_Aint) nprocs * 8;
     if (VARIED == layout) return slots + rank * 1000 + 8;
+    if (DESCENDING == layout) return slots + (nprocs - rank) * 1000 + 8;
     if (ONE_LARGE == layout && 1 == rank) return 300 * 1024;
     return slots;
 }
