@@ -43,10 +43,13 @@ void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg);
  * rank maps it with one mapping.
  * Collective over `comm`; *seg NULL (and OMPI_SUCCESS) where it is not
  * made (some rank not `mappable` or of another user, a rank's memory
- * larger than the window arenas', a mapping that failed): each rank then
- * allocates its own, as elsewhere. */
+ * larger than the window arenas'): each rank then allocates its own, as
+ * elsewhere.  `*refused`: it was made but this process could not map it;
+ * the caller tells every process (the creation's exchange), and each then
+ * frees its segment and allocates its own. */
 int ompi_osc_ucxx_share_node(struct ompi_communicator_t *comm, size_t size, size_t state_size,
-                             size_t posts_size, bool mappable, ompi_osc_ucxx_shseg_t **seg);
+                             size_t posts_size, bool mappable, ompi_osc_ucxx_shseg_t **seg,
+                             bool *refused);
 /* Finalize: the ranges rank 0 kept for peers that still mapped them. */
 void ompi_osc_ucxx_share_fini(void);
 
