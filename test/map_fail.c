@@ -14,21 +14,10 @@
  * mapped: n/a.  With UCX over TCP alone the window also has UCX paths to
  * the peers, which may serve the access instead. */
 #include "testutil.h"
-#include <dirent.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
 static int me, nprocs;
-
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    if (NULL == d) return -1;
-    while (readdir(d)) n++;
-    closedir(d);
-    return n - 3;   /* ".", "..", the directory's own descriptor */
-}
 
 static void want_shared_class(int rc, const char *what)
 {
@@ -64,7 +53,7 @@ int main(int argc, char **argv)
         struct rlimit old, low;
         getrlimit(RLIMIT_NOFILE, &old);
         low = old;
-        low.rlim_cur = (rlim_t) open_fds();
+        low.rlim_cur = (rlim_t) tu_open_fds();
         setrlimit(RLIMIT_NOFILE, &low);
 
         rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win[0]);

@@ -29,7 +29,6 @@
  * holds the pattern (a neighbour's memory or state next to it must not
  * reach into it). */
 #include "testutil.h"
-#include <dirent.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
@@ -49,16 +48,6 @@ static MPI_Aint window_size(int layout, int rank)
     return slots;
 }
 
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    if (NULL == d) return -1;
-    while (readdir(d)) n++;
-    closedir(d);
-    return n - 3;   /* ".", "..", the directory's own descriptor */
-}
-
 /* The window of `layout`; "refused": the last rank opens no file meanwhile. */
 static void create(int flavor, int layout, tu_win_t *w)
 {
@@ -68,7 +57,7 @@ static void create(int flavor, int layout, tu_win_t *w)
     if (refuse) {
         getrlimit(RLIMIT_NOFILE, &old);
         low = old;
-        low.rlim_cur = (rlim_t) open_fds();
+        low.rlim_cur = (rlim_t) tu_open_fds();
         setrlimit(RLIMIT_NOFILE, &low);
     }
     tu_win_create(flavor, window_size(layout, me), 8, MPI_INFO_NULL, MPI_COMM_WORLD, w);
