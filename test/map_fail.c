@@ -15,21 +15,10 @@
  * the peers, which may serve the access instead: then the epoch must end
  * without error and the put must have landed at rank 1. */
 #include "testutil.h"
-#include <dirent.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
 static int me, nprocs;
-
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    if (NULL == d) return -1;
-    while (readdir(d)) n++;
-    closedir(d);
-    return n - 3;   /* ".", "..", the directory's own descriptor */
-}
 
 static void want_shared_class(int rc, const char *what)
 {
@@ -65,7 +54,7 @@ int main(int argc, char **argv)
         struct rlimit old, low;
         getrlimit(RLIMIT_NOFILE, &old);
         low = old;
-        low.rlim_cur = (rlim_t) open_fds();
+        low.rlim_cur = (rlim_t) tu_open_fds();
         setrlimit(RLIMIT_NOFILE, &low);
 
         rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win[0]);

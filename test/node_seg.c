@@ -11,7 +11,16 @@
  *   - "varied": rank r's window 8 bytes per rank plus r * 1000 + 8, so that
  *     neighbours' memory starts at odd places;
  *   - "one large": rank 1's window 300 KiB (too large for the node's
- *     segment: every rank keeps its own memory).
+ *     segment: every rank keeps its own memory);
+ *   - "descending": rank r's window 8 bytes per rank plus (P - r) * 1000
+ *     + 8: rank 0's the largest (rank 0 takes its range before it knows
+ *     the others' sizes, for all of them asking its own: here it holds
+ *     them, laid out as they ask, where "varied" makes it take another);
+ *   - "refused" (MPI_Win_allocate, every rank on one node): as "uniform",
+ *     but the last rank cannot open any file while it creates the window
+ *     (its descriptor limit lowered to what it has open), so it cannot map
+ *     rank 0's range: every rank is to give the segment up and take its
+ *     own memory (the creation's exchange says so), and the window works.
  * Per window: every rank fills its memory with a pattern by plain stores;
  * lock_all, a put of (me, layout, window, pass) into my slot at every rank,
  * unlock_all; post/start with every rank, a put of the value + 1,
@@ -21,19 +30,38 @@
  * reach into it). */
 #include "testutil.h"
 #include <stdint.h>
+#include <sys/resource.h>
 
 static int me, nprocs;
 static MPI_Group world;
 
-enum { UNIFORM, VARIED, ONE_LARGE, NLAYOUTS };
-static const char *layout_names[] = {"uniform", "varied", "one large"};
+enum { UNIFORM, VARIED, ONE_LARGE, DESCENDING, REFUSED, NLAYOUTS };
+static const char *layout_names[] = {"uniform", "varied", "one large", "descending", "refused"};
+static int one_node;   /* every rank on this node */
 
 static MPI_Aint window_size(int layout, int rank)
 {
     MPI_Aint slots = (MPI_Aint) nprocs * 8;
     if (VARIED == layout) return slots + rank * 1000 + 8;
+    if (DESCENDING == layout) return slots + (nprocs - rank) * 1000 + 8;
     if (ONE_LARGE == layout && 1 == rank) return 300 * 1024;
     return slots;
+}
+
+/* The window of `layout`; "refused": the last rank opens no file meanwhile. */
+static void create(int flavor, int layout, tu_win_t *w)
+{
+    struct rlimit old, low;
+    int refuse = REFUSED == layout && nprocs - 1 == me && nprocs > 1;
+
+    if (refuse) {
+        getrlimit(RLIMIT_NOFILE, &old);
+        low = old;
+        low.rlim_cur = (rlim_t) tu_open_fds();
+        setrlimit(RLIMIT_NOFILE, &low);
+    }
+    tu_win_create(flavor, window_size(layout, me), 8, MPI_INFO_NULL, MPI_COMM_WORLD, w);
+    if (refuse) setrlimit(RLIMIT_NOFILE, &old);
 }
 
 static int64_t value(int rank, int layout, int w, int pass)
@@ -116,22 +144,29 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_group(MPI_COMM_WORLD, &world);
+    {
+        MPI_Comm node;
+        int n;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &n);
+        one_node = n == nprocs;
+        MPI_Comm_free(&node);
+    }
     for (int flavor = 0; flavor < TU_NFLAVORS_ALL; ++flavor) {
         if (!tu_flavor_or_all(flavor)) continue;
         for (int layout = 0; layout < NLAYOUTS; ++layout) {
             tu_win_t w[3];
+            if (REFUSED == layout && (TU_ALLOCATE != flavor || !one_node)) continue;
             /* made, used and freed: ranges given back and taken again */
             for (int pass = 0; pass < passes; ++pass) {
-                tu_win_create(flavor, window_size(layout, me), 8, MPI_INFO_NULL, MPI_COMM_WORLD,
-                              &w[0]);
+                create(flavor, layout, &w[0]);
                 if (MPI_WIN_NULL == w[0].win) break;   /* (n/a: shared across hosts) */
                 use(&w[0], layout, 0, pass);
                 tu_win_free(&w[0]);
             }
             /* three alive together, each used */
             for (int i = 0; i < 3; ++i) {
-                tu_win_create(flavor, window_size(layout, me), 8, MPI_INFO_NULL, MPI_COMM_WORLD,
-                              &w[i]);
+                create(flavor, layout, &w[i]);
             }
             for (int i = 0; i < 3 && MPI_WIN_NULL != w[i].win; ++i) use(&w[i], layout, i, passes);
             for (int i = 0; i < 3; ++i) tu_win_free(&w[i]);

@@ -3,6 +3,7 @@
 #ifndef OSC_UCXX_TESTUTIL_H
 #define OSC_UCXX_TESTUTIL_H
 
+#include <dirent.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -378,6 +379,18 @@ static inline int tu_tcp_only(void)   /* UCX has no shared memory even on a node
 static inline int tu_slow_transport(void)
 {
     return tu_tcp_only() || tu_multi_node();
+}
+
+/* Descriptors this process has open (a limit lowered to it makes the next
+ * open fail); -1 where /proc cannot tell. */
+static inline int tu_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (NULL == d) return -1;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n - 3;   /* ".", "..", the directory's own descriptor */
 }
 
 /* Error class of a return code (MPI_SUCCESS stays MPI_SUCCESS). */

@@ -174,12 +174,13 @@ ompi_osc_ucxx_mapped_access(ompi_osc_ucxx_view_t *view, bool whole, int target, 
      * epoch): through the general path, the opening thread would also take
      * a UCX worker, which a mapped copy never needs (creating one costs
      * milliseconds: RMA-MT's epochs each paid it once, in whichever thread
-     * opened them, until every thread had one).  A lock_all's first access
-     * to the peer on this window maps it knowing which bytes the lock and
-     * the access touch. */
+     * opened them, until every thread had one).  The first access to the
+     * peer on this window maps it knowing which bytes it (and a lock_all's
+     * lock) touches. */
     if (OPAL_UNLIKELY(!(peer->access & OSC_UCXX_TGT_READY))) {
-        if (!peer->resolved && ompi_osc_ucxx_epoch_locks_on_open(module)) {
-            ompi_osc_ucxx_peer_resolve_locked(module, target, offset);
+        if (!peer->resolved) {
+            ompi_osc_ucxx_peer_resolve_at(module, target, offset,
+                                          ompi_osc_ucxx_epoch_locks_on_open(module));
         }
         if (OMPI_SUCCESS != ompi_osc_ucxx_epoch_open_target(module, target)) {
             return NULL;

@@ -146,14 +146,17 @@ fail:
 /* Ranks up to which the segment holds their PSCW post slots too. */
 #define NODE_POSTS_RANKS 256
 
+/* What each rank asks; rank 0's also carries the range it took. */
 typedef struct {
     uint64_t size;
     uint32_t ok, uid;
+    ompi_osc_ucxx_segid_t id;
+    uint64_t off, len;
 } node_ask_t;
 
 typedef struct {
     ompi_osc_ucxx_segid_t id;
-    uint64_t off;
+    uint64_t off, len;
 } node_give_t;
 
 /* Rank 0's ranges that a peer still mapped when it freed its window. */
@@ -203,24 +206,53 @@ void ompi_osc_ucxx_share_fini(void)
     node_reclaim(true);
 }
 
+/* Rank 0 takes the range before the sizes are known, for every rank
+ * asking what it asks (the usual case: the allgather then carries the
+ * range, and no broadcast follows), and gives it back where that was
+ * wrong.  Nothing after the mapping is collective: a process that could
+ * not map says so in the creation's exchange (`*refused`). */
 int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t state_size,
-                             size_t posts_size, bool mappable, ompi_osc_ucxx_shseg_t **out)
+                             size_t posts_size, bool mappable, ompi_osc_ucxx_shseg_t **out,
+                             bool *refused)
 {
-    int n = ompi_comm_size(comm), me = ompi_comm_rank(comm), rc, ok;
+    int n = ompi_comm_size(comm), me = ompi_comm_rank(comm), rc;
     uint64_t page = (uint64_t) opal_getpagesize(), stride = OPAL_ALIGN(state_size, 256, uint64_t);
     /* (post slots grow with the ranks squared: past NODE_POSTS_RANKS, each
      * rank's own, mapped by the peers that post) */
     uint64_t pstride = n <= NODE_POSTS_RANKS ? OPAL_ALIGN(posts_size, 64, uint64_t) : 0;
     uint64_t posts_at = NODE_HEAD + n * stride;
     uint64_t data0 = OPAL_ALIGN(posts_at + (uint64_t) n * pstride, page, uint64_t), total = data0;
-    node_ask_t mine = {size, mappable && size <= NODE_RANK_MAX, (uint32_t) geteuid()};
+    uint64_t guess = data0 + (uint64_t) n * OPAL_ALIGN(size, page, uint64_t);
     node_ask_t *all = malloc(n * sizeof(*all));
+    ompi_osc_ucxx_shseg_t *seg = calloc(1, sizeof(*seg));
+    /* (what could fail here fails before rank 0 takes anything: once it
+     * has, its part cannot fail, and its range outlives every mapping) */
+    bool ok = NULL != seg && NULL != (seg->sizes = malloc(n * sizeof(uint64_t))) &&
+              NULL != (seg->offsets = malloc((n + 1) * sizeof(uint64_t)));
+    node_ask_t mine = {.size = size, .ok = ok && mappable && size <= NODE_RANK_MAX,
+                       .uid = (uint32_t) geteuid(), .off = OSC_UCXX_SEG_NONE};
     node_give_t give;
-    ompi_osc_ucxx_shseg_t *seg = NULL;
+    void *taken = NULL;
     bool use = true;
 
     *out = NULL;
-    if (NULL == all) return OMPI_ERR_OUT_OF_RESOURCE;
+    *refused = false;
+    if (NULL == all) {
+        ompi_osc_ucxx_share_segment_free(seg);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (NULL != seg) {
+        seg->node = true;
+        seg->off = OSC_UCXX_SEG_NONE;
+    }
+    if (0 == me && mine.ok && guess <= NODE_MAX && ompi_osc_ucxx_seg_self(&mine.id)) {
+        node_reclaim(false);
+        if (OMPI_SUCCESS == ompi_osc_ucxx_seg_take(guess, &taken, &mine.off)) {
+            mine.len = guess;
+        } else {
+            mine.off = OSC_UCXX_SEG_NONE;
+        }
+    }
     rc = comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,
                                       comm, comm->c_coll->coll_allgather_module);
     /* (every rank is past its previous window's free: what it mapped of
@@ -230,45 +262,46 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
         use = use && all[i].ok && all[i].uid == all[0].uid;
         total += OPAL_ALIGN(all[i].size, page, uint64_t);
     }
-    if (OMPI_SUCCESS != rc || !use || total > NODE_MAX) goto out;
-
-    seg = calloc(1, sizeof(*seg));
-    if (NULL != seg) {
-        seg->node = true;
-        seg->off = OSC_UCXX_SEG_NONE;
+    if (OMPI_SUCCESS != rc || !use || total > NODE_MAX) {
+        if (NULL != taken) ompi_osc_ucxx_seg_give(taken, mine.off, (size_t) mine.len);
+        goto out;
     }
-    ok = NULL != seg && NULL != (seg->sizes = malloc(n * sizeof(uint64_t))) &&
-         NULL != (seg->offsets = malloc((n + 1) * sizeof(uint64_t)));
-    memset(&give, 0, sizeof(give));
-    give.off = OSC_UCXX_SEG_NONE;
-    if (0 == me && ok && ompi_osc_ucxx_seg_self(&give.id)) {
-        void *addr;
-        if (OMPI_SUCCESS == ompi_osc_ucxx_seg_take(total, &addr, &give.off)) {
-            seg->map = addr;
-            seg->off = give.off;
-            __atomic_store_n(node_users(seg), 1, __ATOMIC_RELEASE);
+
+    give.id = all[0].id;
+    give.off = all[0].off;
+    give.len = all[0].len;
+    if (OSC_UCXX_SEG_NONE == give.off || total > give.len) {
+        /* (the ranks ask different sizes: rank 0 takes what they ask) */
+        if (NULL != taken) ompi_osc_ucxx_seg_give(taken, mine.off, (size_t) mine.len);
+        taken = NULL;
+        memset(&give, 0, sizeof(give));
+        give.off = OSC_UCXX_SEG_NONE;
+        if (0 == me && ompi_osc_ucxx_seg_self(&give.id) &&
+            OMPI_SUCCESS == ompi_osc_ucxx_seg_take(total, &taken, &give.off)) {
+            give.len = total;
         } else {
             give.off = OSC_UCXX_SEG_NONE;
         }
+        rc = comm->c_coll->coll_bcast(&give, sizeof(give), MPI_BYTE, 0, comm,
+                                      comm->c_coll->coll_bcast_module);
     }
-    rc = comm->c_coll->coll_bcast(&give, sizeof(give), MPI_BYTE, 0, comm,
-                                  comm->c_coll->coll_bcast_module);
-    if (OMPI_SUCCESS == rc && 0 != me && ok && OSC_UCXX_SEG_NONE != give.off) {
-        ompi_osc_ucxx_seg_range_t r = {.off = give.off, .len = (size_t) total};
+    if (NULL != taken) {
+        seg->map = taken;
+        seg->off = give.off;
+        __atomic_store_n(node_users(seg), 1, __ATOMIC_RELEASE);
+    } else if (OMPI_SUCCESS == rc && OSC_UCXX_SEG_NONE != give.off) {
+        ompi_osc_ucxx_seg_range_t r = {.off = give.off, .len = (size_t) give.len};
         if (ompi_osc_ucxx_seg_attach(&give.id, true, &r, 1)) {
             seg->map = r.addr;
             __atomic_add_fetch(node_users(seg), 1, __ATOMIC_ACQ_REL);
         }
     }
-    if (NULL != seg) seg->len = (size_t) total;
-    ok = ok && NULL != seg && NULL != seg->map;
-    if (OMPI_SUCCESS == rc) {
-        rc = comm->c_coll->coll_allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm,
-                                          comm->c_coll->coll_allreduce_module);
-    }
-    if (OMPI_SUCCESS != rc || !ok) {
-        OSC_UCXX_VERBOSE(10, "MPI_Win_allocate: no segment for the node; each rank's own memory");
-        ompi_osc_ucxx_share_segment_free(seg);
+    seg->len = (size_t) give.len;
+    if (OMPI_SUCCESS != rc || NULL == seg->map) {
+        /* (no range: every rank knows; a mapping that failed: this one) */
+        *refused = OMPI_SUCCESS == rc && OSC_UCXX_SEG_NONE != give.off;
+        OSC_UCXX_VERBOSE(10, "MPI_Win_allocate: no segment for the node%s",
+                         *refused ? " mapped here: every rank takes its own memory" : "");
         goto out;
     }
     seg->state_stride = (size_t) stride;
@@ -281,7 +314,9 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
         seg->offsets[i + 1] = seg->offsets[i] + OPAL_ALIGN(all[i].size, page, uint64_t);
     }
     *out = seg;
+    seg = NULL;
 out:
+    ompi_osc_ucxx_share_segment_free(seg);
     free(all);
     return rc;
 }

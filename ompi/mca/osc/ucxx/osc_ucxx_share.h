@@ -43,16 +43,33 @@ void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg);
  * rank maps it with one mapping.
  * Collective over `comm`; *seg NULL (and OMPI_SUCCESS) where it is not
  * made (some rank not `mappable` or of another user, a rank's memory
- * larger than the window arenas', a mapping that failed): each rank then
- * allocates its own, as elsewhere. */
+ * larger than the window arenas'): each rank then allocates its own, as
+ * elsewhere.  `*refused`: it was made but this process could not map it;
+ * the caller tells every process (the creation's exchange), and each then
+ * frees its segment and allocates its own. */
 int ompi_osc_ucxx_share_node(struct ompi_communicator_t *comm, size_t size, size_t state_size,
-                             size_t posts_size, bool mappable, ompi_osc_ucxx_shseg_t **seg);
+                             size_t posts_size, bool mappable, ompi_osc_ucxx_shseg_t **seg,
+                             bool *refused);
 /* Finalize: the ranges rank 0 kept for peers that still mapped them. */
 void ompi_osc_ucxx_share_fini(void);
 
 static inline void *ompi_osc_ucxx_shseg_state(const ompi_osc_ucxx_shseg_t *seg, int rank)
 {
     return seg->map + seg->state_at + (size_t) rank * seg->state_stride;
+}
+
+/* A first access to `rank`'s part of the segment, at byte `at` of its
+ * window (UINT64_MAX: not known): read before it writes.  A write fault
+ * maps its own page alone; a read fault also maps the neighbouring pages
+ * of the file already in memory (the kernel's fault-around: up to 64 KiB,
+ * other ranks' state segments and windows, writable in a shared mapping),
+ * so a lock_all epoch to every rank takes a fault per 16 pages instead of
+ * one per page touched. */
+static inline void ompi_osc_ucxx_shseg_touch(const ompi_osc_ucxx_shseg_t *seg, int rank,
+                                             uint64_t at)
+{
+    (void) *(volatile const char *) ompi_osc_ucxx_shseg_state(seg, rank);
+    if (at < seg->sizes[rank]) (void) *(volatile const char *) (seg->map + seg->offsets[rank] + at);
 }
 
 static inline volatile uint64_t *ompi_osc_ucxx_shseg_posts(const ompi_osc_ucxx_shseg_t *seg,

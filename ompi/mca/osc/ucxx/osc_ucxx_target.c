@@ -490,9 +490,9 @@ static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_p
     }
 }
 
-/* `touch`: the offset in the peer's window of a first access that takes
- * the target's lock word too (UINT64_MAX: none known) */
-static void resolve(ompi_osc_ucxx_module_t *module, int target, uint64_t touch)
+/* `touch`: the offset in the peer's window of a first access (UINT64_MAX:
+ * none known); `locks`: it takes the target's lock word too */
+static void resolve(ompi_osc_ucxx_module_t *module, int target, uint64_t touch, bool locks)
 {
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     ompi_osc_ucxx_pent_t *e = NULL;
@@ -509,8 +509,9 @@ static void resolve(ompi_osc_ucxx_module_t *module, int target, uint64_t touch)
         peer->direct_data = module->shseg->map + module->shseg->offsets[target];
         peer->direct_state = ompi_osc_ucxx_shseg_state(module->shseg, target);
         peer->loads_fault = true;
+        ompi_osc_ucxx_shseg_touch(module->shseg, target, touch);
     } else if (mappable(module, target) && NULL != (e = peer_ent(module, target))) {
-        map_peer(module, target, e, touch);
+        map_peer(module, target, e, locks ? touch : UINT64_MAX);
         peer->loads_fault = NULL != peer->direct_data;
         if (NULL == peer->direct_data) {
             peer->cma = user_memory_cma(module, target, e);
@@ -534,13 +535,13 @@ out:
 
 void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target)
 {
-    resolve(module, target, UINT64_MAX);
+    resolve(module, target, UINT64_MAX, false);
 }
 
-void ompi_osc_ucxx_peer_resolve_locked(ompi_osc_ucxx_module_t *module, int target,
-                                       uint64_t offset)
+void ompi_osc_ucxx_peer_resolve_at(ompi_osc_ucxx_module_t *module, int target, uint64_t offset,
+                                   bool locks)
 {
-    resolve(module, target, offset);
+    resolve(module, target, offset, locks);
 }
 
 /* The page of the peer's post slots that holds ours, where its state is
@@ -558,6 +559,7 @@ volatile uint64_t *ompi_osc_ucxx_peer_post_slot(ompi_osc_ucxx_module_t *module, 
     if (NULL != module->shseg && 0 != module->shseg->posts_stride) {
         /* (MPI_Win_allocate on one node: in the node's segment) */
         peer->post_slot = ompi_osc_ucxx_shseg_posts(module->shseg, target) + module->rank;
+        (void) *peer->post_slot;   /* (a read fault maps the neighbours: ompi_osc_ucxx_shseg_touch) */
         return peer->post_slot;
     }
     at = state->posts_at.value;

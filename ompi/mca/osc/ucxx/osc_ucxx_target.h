@@ -242,11 +242,12 @@ ompi_osc_ucxx_link_t *ompi_osc_ucxx_link_resolve(ompi_osc_ucxx_module_t *module,
 ucp_rkey_h ompi_osc_ucxx_link_rkey(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_link_t *link,
                                    int target, bool state);
 void ompi_osc_ucxx_peer_resolve_direct(ompi_osc_ucxx_module_t *module, int target);
-/* The same for a first access to byte `offset` of the peer's window in an
- * epoch that takes the target's lock word as it opens it (lock_all): where
- * that maps the peer's memory here now, both pages are populated at once. */
-void ompi_osc_ucxx_peer_resolve_locked(ompi_osc_ucxx_module_t *module, int target,
-                                       uint64_t offset);
+/* The same for a first access to byte `offset` of the peer's window;
+ * `locks`: in an epoch that takes the target's lock word as it opens it
+ * (lock_all), where that maps the peer's memory here now, both pages are
+ * populated at once. */
+void ompi_osc_ucxx_peer_resolve_at(ompi_osc_ucxx_module_t *module, int target, uint64_t offset,
+                                   bool locks);
 void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_target_init(void (*dyn_cache_free)(ompi_osc_ucxx_dyncache_t *cache));
 /* Dynamic windows: the path to [lo, hi) at the target (osc_ucxx_dynamic.c) */

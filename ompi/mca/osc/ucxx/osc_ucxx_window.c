@@ -71,6 +71,7 @@ typedef struct {
 #define WIRE_IN_MODEX  0x04  /* its worker address and identity are in the modex */
 #define WIRE_MAPPABLE  0x08  /* peers on the node may map its shared memory, and it theirs */
 #define WIRE_FENCE     0x10  /* osc_ucxx_fence_barrier: all must agree to use it */
+#define WIRE_NODE_REFUSED 0x20  /* could not map the node's segment (osc_ucxx_share.c) */
 
 /* A new handle on `core` (which gains a reference). */
 ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool original)
@@ -141,7 +142,8 @@ static void wire_mine(ompi_osc_ucxx_module_t *module, int local_rc, wire_info_t 
     mine->flags = addr_needs(module->comm, module->rank) |
                   (OSC_UCXX.modex_ok ? WIRE_IN_MODEX : 0) |
                   (mappable_here(&mine->id) ? WIRE_MAPPABLE : 0) |
-                  (OSC_UCXX.fence_barrier ? WIRE_FENCE : 0);
+                  (OSC_UCXX.fence_barrier ? WIRE_FENCE : 0) |
+                  (module->node_refused ? WIRE_NODE_REFUSED : 0);
     mine->am_sysbuf = (uint32_t) OSC_UCXX.am_sysbuf;
     mine->acc_shift = module->acc_shift;
     mine->ucx_modes = OSC_UCXX.device_atomics ? OSC_UCXX_MODES_DEVICE : OSC_UCXX_MODES_CPU;
@@ -304,7 +306,9 @@ out:
     return rc;
 }
 
-static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
+/* `*again`: some process could not map the node's segment; nothing is
+ * kept, every process is to take its own memory and exchange again. */
+static int exchange(ompi_osc_ucxx_module_t *module, int local_rc, bool *again)
 {
     ompi_communicator_t *comm = module->comm;
     int size = module->size, rc;
@@ -315,6 +319,7 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     const void *addr;
     bool rkeys, addrs;
 
+    *again = false;
     if (OMPI_SUCCESS == local_rc) {
         local_rc = pack_rkey(module->data_memh, &data_rkey, &data_rkey_len);
     }
@@ -356,7 +361,8 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
                              all[i].status);
         }
     }
-    if (OMPI_SUCCESS != rc) {
+    *again = OMPI_SUCCESS == rc && (any & WIRE_NODE_REFUSED);
+    if (OMPI_SUCCESS != rc || *again) {
         goto out;
     }
     /* Everyone sees the same flags, so everyone agrees on what follows. */
@@ -377,6 +383,10 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc)
     if (rkeys || addrs) rc = exchange_keys(module, all, rkeys, addrs, data_rkey, state_rkey);
 
 out:
+    if (*again) {
+        free(module->peers);
+        module->peers = NULL;
+    }
     if (NULL != data_rkey) ucp_rkey_buffer_release(data_rkey);
     if (NULL != state_rkey) ucp_rkey_buffer_release(state_rkey);
     free(all);
@@ -545,11 +555,12 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
     if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
         module->base = NULL;
         *base = NULL;
-        if (module->size > 1 && ompi_osc_ucxx_all_on_node(module)) {
+        if (module->size > 1 && !module->node_left && ompi_osc_ucxx_all_on_node(module)) {
             ompi_osc_ucxx_segid_t id;
             rc = ompi_osc_ucxx_share_node(module->comm, size, module->state_size,
                                           posts_count(module) * sizeof(uint64_t),
-                                          mappable_here(&id), &module->shseg);
+                                          mappable_here(&id), &module->shseg,
+                                          &module->node_refused);
             if (OMPI_SUCCESS != rc) return rc;
             if (NULL != module->shseg) return node_memory(module, base);
         }
@@ -647,12 +658,32 @@ static int state_memory(ompi_osc_ucxx_module_t *module)
     return posts_memory(module);
 }
 
+/* Some process could not map the node's segment: every process gives it
+ * up and takes its own memory, as where the segment is not made (those
+ * that could not have theirs already). */
+static int node_leave(ompi_osc_ucxx_module_t *module, void **base, size_t size,
+                      opal_info_t *info)
+{
+    int rc;
+
+    module->node_left = true;
+    module->node_refused = false;
+    if (NULL == module->shseg) return OMPI_SUCCESS;
+    ompi_osc_ucxx_share_segment_free(module->shseg);
+    module->shseg = NULL;
+    module->state = NULL;
+    module->posts.slots = NULL;
+    rc = window_memory(module, base, size, MPI_WIN_FLAVOR_ALLOCATE, info);
+    return OMPI_SUCCESS == rc ? state_memory(module) : rc;
+}
+
 int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size,
                                 int disp_unit, struct ompi_communicator_t *comm,
                                 struct opal_info_t *info, int flavor, int *model)
 {
     ompi_osc_ucxx_module_t *module;
     ompi_osc_ucxx_view_t *view = NULL;
+    bool again = false;
     int rc;
 
     rc = ompi_osc_ucxx_context_init();
@@ -704,7 +735,8 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
     /* A failure so far may be this process's alone (each asks for its own
      * size): the exchange carries it, so that every process fails together
      * and none waits in a collective for a peer that gave up. */
-    rc = exchange(module, rc);
+    rc = exchange(module, rc, &again);
+    if (again) rc = exchange(module, node_leave(module, base, size, info), &again);
     /* The atomics policy, fence barrier included, agreed by all: the
      * exchange's last step (from what every process gave). */
     if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_policy_agree(module);

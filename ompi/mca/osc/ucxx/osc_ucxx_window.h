@@ -112,6 +112,7 @@ struct ompi_osc_ucxx_module_t {
     } *rkeys;
     char *blobs;
     bool on_node;                   /* all ranks on this node */
+    bool node_refused, node_left;   /* creation: the node's segment not mapped here; given up */
     bool maps_all;                  /* ... and every process maps every other's shared
                                      * memory (the atomics policy's input) */
 
