@@ -140,6 +140,7 @@ typedef struct ompi_osc_ucxx_component_t {
     int progress_wake_fd;     /* eventfd: work was deferred for the waiting thread */
     int progress_busy_fd;     /* ... and one always ready (a test hook: test_busy_fd) */
     bool test_busy_fd;
+    bool inline_keys;         /* rkeys in the creation records across nodes (a test hook) */
     volatile int32_t progress_sleeping;
     volatile int32_t progress_hold;  /* parked on request (osc_ucxx_progress.c) */
     volatile uint32_t app_polls;  /* progress calls by application threads */

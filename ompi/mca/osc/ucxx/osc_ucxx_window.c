@@ -72,6 +72,14 @@ typedef struct {
 #define WIRE_MAPPABLE  0x08  /* peers on the node may map its shared memory, and it theirs */
 #define WIRE_FENCE     0x10  /* osc_ucxx_fence_barrier: all must agree to use it */
 #define WIRE_NODE_REFUSED 0x20  /* could not map the node's segment (osc_ucxx_share.c) */
+#define WIRE_KEYS_INLINE 0x40  /* its rkeys travel in its record (below) */
+
+/* A window that spans nodes needs the rkeys of every peer (UCX reaches the
+ * far ones), and a second collective for them cost each creation there a
+ * round trip more: its record carries them where they fit (a packed rkey
+ * holds a few small keys per memory domain), and only where some do not
+ * does the second exchange carry them all. */
+#define WIRE_INLINE_KEYS 256
 
 /* A new handle on `core` (which gains a reference). */
 ompi_osc_ucxx_view_t *ompi_osc_ucxx_view_new(ompi_osc_ucxx_module_t *core, bool original)
@@ -233,6 +241,32 @@ static int keep_mapping(ompi_osc_ucxx_module_t *module, const wire_info_t *all, 
     return OMPI_SUCCESS;
 }
 
+/* module->rkeys and their blobs: peer i's packed data and state rkeys at
+ * src + (displs ? displs[i] : i * stride). */
+static int keep_rkeys(ompi_osc_ucxx_module_t *module, const wire_info_t *all, const char *src,
+                      const int *displs, size_t stride)
+{
+    size_t total = 0;
+
+    for (int i = 0; i < module->size; ++i) total += all[i].data_rkey_len + all[i].state_rkey_len;
+    module->blobs = malloc(total + 1);
+    module->rkeys = calloc((unsigned) module->size, sizeof(*module->rkeys));
+    if (NULL == module->blobs || NULL == module->rkeys) return OMPI_ERR_OUT_OF_RESOURCE;
+    total = 0;
+    for (int i = 0; i < module->size; ++i) {
+        size_t keys = all[i].data_rkey_len + all[i].state_rkey_len;
+        module->rkeys[i].blob = (uint32_t) total;
+        module->rkeys[i].data_len = (uint16_t) all[i].data_rkey_len;
+        module->rkeys[i].state_len = (uint16_t) all[i].state_rkey_len;
+        module->rkeys[i].data_serial = all[i].data_serial;
+        module->rkeys[i].state_serial = all[i].state_serial;
+        memcpy(module->blobs + total, src + (NULL != displs ? (size_t) displs[i] : i * stride),
+               keys);
+        total += keys;
+    }
+    return OMPI_SUCCESS;
+}
+
 /* The rkeys (where some peer may use them) and the worker addresses (where
  * some process lacks one the modex does not give it): an allgatherv. */
 static int exchange_keys(ompi_osc_ucxx_module_t *module, const wire_info_t *all, bool rkeys,
@@ -260,12 +294,7 @@ static int exchange_keys(ompi_osc_ucxx_module_t *module, const wire_info_t *all,
     }
     sendbuf = malloc(counts[module->rank] + 1);
     recvbuf = malloc(total + 1);
-    if (rkeys) {
-        module->blobs = malloc(blob_total + 1);
-        module->rkeys = calloc(size, sizeof(*module->rkeys));
-    }
-    if (NULL == sendbuf || NULL == recvbuf ||
-        (rkeys && (NULL == module->blobs || NULL == module->rkeys))) {
+    if (NULL == sendbuf || NULL == recvbuf) {
         rc = OMPI_ERR_OUT_OF_RESOURCE;
         goto out;
     }
@@ -275,19 +304,10 @@ static int exchange_keys(ompi_osc_ucxx_module_t *module, const wire_info_t *all,
     rc = comm->c_coll->coll_allgatherv(sendbuf, counts[module->rank], MPI_BYTE, recvbuf, counts,
                                        displs, MPI_BYTE, comm,
                                        comm->c_coll->coll_allgatherv_module);
-    blob_total = 0;
+    if (OMPI_SUCCESS == rc && rkeys) rc = keep_rkeys(module, all, recvbuf, displs, 0);
     for (int i = 0; OMPI_SUCCESS == rc && i < size; ++i) {
         size_t keys = rkeys ? all[i].data_rkey_len + all[i].state_rkey_len : 0;
         ompi_proc_t *proc;
-        if (rkeys) {
-            module->rkeys[i].blob = (uint32_t) blob_total;
-            module->rkeys[i].data_len = (uint16_t) all[i].data_rkey_len;
-            module->rkeys[i].state_len = (uint16_t) all[i].state_rkey_len;
-            module->rkeys[i].data_serial = all[i].data_serial;
-            module->rkeys[i].state_serial = all[i].state_serial;
-            memcpy(module->blobs + blob_total, recvbuf + displs[i], keys);
-            blob_total += keys;
-        }
         if (!addrs || i == module->rank) continue;
         /* (the modex gives those on the node that published theirs) */
         proc = ompi_comm_peer_lookup(comm, i);
@@ -313,11 +333,13 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc, bool *again)
     ompi_communicator_t *comm = module->comm;
     int size = module->size, rc;
     wire_info_t mine, *all = NULL;
+    char *recs = NULL;   /* the records with their inline rkeys */
     uint32_t any = 0, every = ~0u, uid_lo = UINT32_MAX, uid_hi = 0;
     void *data_rkey = NULL, *state_rkey = NULL;
     size_t data_rkey_len = 0, state_rkey_len = 0, addr_len = 0;
     const void *addr;
-    bool rkeys, addrs;
+    bool rkeys, addrs, spans = !ompi_osc_ucxx_all_on_node(module);  /* (alike everywhere) */
+    size_t rec = sizeof(wire_info_t) + (spans ? WIRE_INLINE_KEYS : 0);
 
     *again = false;
     if (OMPI_SUCCESS == local_rc) {
@@ -337,17 +359,27 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc, bool *again)
     mine.data_rkey_len = (uint32_t) data_rkey_len;
     mine.state_rkey_len = (uint32_t) state_rkey_len;
     mine.addr_len = (uint32_t) addr_len;
+    if (spans && OSC_UCXX.inline_keys && data_rkey_len + state_rkey_len <= WIRE_INLINE_KEYS) {
+        mine.flags |= WIRE_KEYS_INLINE;
+    }
     all = malloc(size * sizeof(*all));
+    recs = malloc((size + 1) * rec);
     module->peers = calloc(size, sizeof(*module->peers));
-    if (NULL == all || NULL == module->peers) {
+    if (NULL == all || NULL == recs || NULL == module->peers) {
         rc = OMPI_ERR_OUT_OF_RESOURCE;
         goto out;
     }
-    rc = comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine),
+    memcpy(recs + size * rec, &mine, sizeof(mine));   /* (the last record: what is sent) */
+    if (mine.flags & WIRE_KEYS_INLINE) {
+        memcpy(recs + size * rec + sizeof(mine), data_rkey, data_rkey_len);
+        memcpy(recs + size * rec + sizeof(mine) + data_rkey_len, state_rkey, state_rkey_len);
+    }
+    rc = comm->c_coll->coll_allgather(recs + size * rec, (int) rec, MPI_BYTE, recs, (int) rec,
                                       MPI_BYTE, comm, comm->c_coll->coll_allgather_module);
     if (OMPI_SUCCESS != rc) {
         goto out;
     }
+    for (int i = 0; i < size; ++i) memcpy(&all[i], recs + i * rec, sizeof(*all));
     module->ucx_modes = 0;
     for (int i = 0; i < size; ++i) {
         any |= all[i].flags;
@@ -380,7 +412,13 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc, bool *again)
                                    MPI_WIN_FLAVOR_SHARED == module->flavor ||
                                    MPI_WIN_FLAVOR_DYNAMIC == module->flavor));
     addrs = (any & WIRE_NEED_FAR) || ((any & WIRE_NEED_NEAR) && !(every & WIRE_IN_MODEX));
-    if (rkeys || addrs) rc = exchange_keys(module, all, rkeys, addrs, data_rkey, state_rkey);
+    if (rkeys && (every & WIRE_KEYS_INLINE)) {
+        rc = keep_rkeys(module, all, recs + sizeof(wire_info_t), NULL, rec);
+        rkeys = false;   /* (kept) */
+    }
+    if (OMPI_SUCCESS == rc && (rkeys || addrs)) {
+        rc = exchange_keys(module, all, rkeys, addrs, data_rkey, state_rkey);
+    }
 
 out:
     if (*again) {
@@ -389,6 +427,7 @@ out:
     }
     if (NULL != data_rkey) ucp_rkey_buffer_release(data_rkey);
     if (NULL != state_rkey) ucp_rkey_buffer_release(state_rkey);
+    free(recs);
     free(all);
     return rc;
 }
