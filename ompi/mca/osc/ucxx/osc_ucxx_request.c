@@ -101,7 +101,7 @@ void ompi_osc_ucxx_request_op_done(ompi_osc_ucxx_request_t *req)
         return;
     }
     ompi_osc_ucxx_add32(&req->worker->pending, -1);
-    if (OPAL_UNLIKELY(!ompi_osc_ucxx_objects_ours())) {
+    if (OPAL_UNLIKELY(OSC_UCXX.progress_running && !ompi_osc_ucxx_objects_ours())) {
         req->later.run = request_complete_later;
         ompi_osc_ucxx_later(&req->later);
         return;

@@ -61,10 +61,10 @@ static inline void *ompi_osc_ucxx_shseg_state(const ompi_osc_ucxx_shseg_t *seg, 
 /* A first access to `rank`'s part of the segment, at byte `at` of its
  * window (UINT64_MAX: not known): read before it writes.  A write fault
  * maps its own page alone; a read fault also maps the neighbouring pages
- * of the file already in memory (the kernel's fault-around: up to 64 KiB,
- * other ranks' state segments and windows, writable in a shared mapping),
- * so a lock_all epoch to every rank takes a fault per 16 pages instead of
- * one per page touched. */
+ * of the file already in memory (the kernel's fault-around: other ranks'
+ * state segments and windows, writable in a shared mapping), so a lock_all
+ * epoch to every rank takes a fault per fault-around window instead of one
+ * per page touched. */
 static inline void ompi_osc_ucxx_shseg_touch(const ompi_osc_ucxx_shseg_t *seg, int rank,
                                              uint64_t at)
 {

@@ -370,6 +370,7 @@ static int exchange(ompi_osc_ucxx_module_t *module, int local_rc, bool *again)
         goto out;
     }
     memcpy(recs + size * rec, &mine, sizeof(mine));   /* (the last record: what is sent) */
+    memset(recs + size * rec + sizeof(mine), 0, rec - sizeof(mine));
     if (mine.flags & WIRE_KEYS_INLINE) {
         memcpy(recs + size * rec + sizeof(mine), data_rkey, data_rkey_len);
         memcpy(recs + size * rec + sizeof(mine) + data_rkey_len, state_rkey, state_rkey_len);
