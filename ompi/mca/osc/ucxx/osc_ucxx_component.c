@@ -81,6 +81,7 @@ ompi_osc_ucxx_component_t mca_osc_ucxx_component = {
     .progress_wake_fd = -1,
     .progress_busy_fd = -1,
     .inline_keys = true,
+    .node_posts = 256,
 };
 
 /* One MCA parameter: its default is what *storage holds already. */
@@ -129,6 +130,7 @@ static const tunable_t tunables[] = {
     {"busy_fd", 'b', &OSC_UCXX.test_busy_fd},  /* its wait also on an always-ready fd */
     {"device_atomics", 'b', &OSC_UCXX.test_device_atomics},  /* as if UCX had a device's */
     {"inline_keys", 'b', &OSC_UCXX.inline_keys},  /* 0: rkeys by the second exchange */
+    {"node_posts", 'i', &OSC_UCXX.node_posts},  /* ranks whose post slots a node's segment holds */
 };
 
 static void tune_one(const char *name, size_t len, const char *value)

@@ -16,8 +16,8 @@
  *   - MPI_Win_allocate over ranks all on one node (share_node): one range
  *     of rank 0's own shared memory (its memfd, osc_ucxx_seg.c: nothing in
  *     any file system, its pages reserved) holds every rank's state
- *     segment, PSCW post slots and memory; the others open rank 0's file
- *     once, map the range and close it.  A lock_all epoch to every peer
+ *     segment, memory and PSCW post slots; the others open rank 0's file
+ *     once, map the range (the post slots apart) and close it.  A lock_all epoch to every peer
  *     then pays page faults alone, where mapping each peer's file at its
  *     first access cost four system calls per peer (docs/scale.md).
  *     Memory stays proportional to what the ranks expose: the range is
@@ -143,8 +143,6 @@ fail:
  * (osc_ucxx_memory.c); the range, at most. */
 #define NODE_RANK_MAX ((uint64_t) 256 * 1024)
 #define NODE_MAX ((uint64_t) 64 << 20)
-/* Ranks up to which the segment holds their PSCW post slots too. */
-#define NODE_POSTS_RANKS 256
 
 /* What each rank asks; rank 0's also carries the range it took. */
 typedef struct {
@@ -217,12 +215,13 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
 {
     int n = ompi_comm_size(comm), me = ompi_comm_rank(comm), rc;
     uint64_t page = (uint64_t) opal_getpagesize(), stride = OPAL_ALIGN(state_size, 256, uint64_t);
-    /* (post slots grow with the ranks squared: past NODE_POSTS_RANKS, each
-     * rank's own, mapped by the peers that post) */
-    uint64_t pstride = n <= NODE_POSTS_RANKS ? OPAL_ALIGN(posts_size, 64, uint64_t) : 0;
-    uint64_t posts_at = NODE_HEAD + n * stride;
-    uint64_t data0 = OPAL_ALIGN(posts_at + (uint64_t) n * pstride, page, uint64_t), total = data0;
-    uint64_t guess = data0 + (uint64_t) n * OPAL_ALIGN(size, page, uint64_t);
+    /* (post slots grow with the ranks squared: past OSC_UCXX.node_posts
+     * ranks, each rank's own, mapped by the peers that post) */
+    uint64_t pstride = n <= OSC_UCXX.node_posts ? OPAL_ALIGN(posts_size, 64, uint64_t) : 0;
+    uint64_t data0 = OPAL_ALIGN(NODE_HEAD + n * stride, page, uint64_t);
+    uint64_t posts_len = OPAL_ALIGN((uint64_t) n * pstride, page, uint64_t);
+    uint64_t total = data0 + posts_len;
+    uint64_t guess = total + (uint64_t) n * OPAL_ALIGN(size, page, uint64_t);
     node_ask_t *all = malloc(n * sizeof(*all));
     ompi_osc_ucxx_shseg_t *seg = calloc(1, sizeof(*seg));
     /* (what could fail here fails before rank 0 takes anything: once it
@@ -290,13 +289,20 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
         seg->off = give.off;
         __atomic_store_n(node_users(seg), 1, __ATOMIC_RELEASE);
     } else if (OMPI_SUCCESS == rc && OSC_UCXX_SEG_NONE != give.off) {
-        ompi_osc_ucxx_seg_range_t r = {.off = give.off, .len = (size_t) give.len};
-        if (ompi_osc_ucxx_seg_attach(&give.id, true, &r, 1)) {
-            seg->map = r.addr;
+        /* (the post slots in a mapping of their own: see posts_len) */
+        ompi_osc_ucxx_seg_range_t r[2] = {
+            {.off = give.off, .len = (size_t) (total - posts_len)},
+            {.off = give.off + total - posts_len, .len = (size_t) posts_len}};
+        if (ompi_osc_ucxx_seg_attach(&give.id, true, r, 0 != posts_len ? 2 : 1)) {
+            seg->map = r[0].addr;
+            seg->posts_map = r[1].addr;
+            seg->posts_len = (size_t) posts_len;
             __atomic_add_fetch(node_users(seg), 1, __ATOMIC_ACQ_REL);
         }
     }
-    seg->len = (size_t) give.len;
+    /* (rank 0's mapping is the range it took, which may be longer) */
+    seg->len = NULL != taken ? (size_t) give.len : (size_t) total;
+    if (NULL != taken) seg->posts_map = seg->map + total - posts_len;
     if (OMPI_SUCCESS != rc || NULL == seg->map) {
         /* (no range: every rank knows; a mapping that failed: this one) */
         *refused = OMPI_SUCCESS == rc && OSC_UCXX_SEG_NONE != give.off;
@@ -307,7 +313,6 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
     seg->state_stride = (size_t) stride;
     seg->state_at = NODE_HEAD;
     seg->posts_stride = (size_t) pstride;
-    seg->posts_at = posts_at;
     seg->offsets[0] = data0;
     for (int i = 0; i < n; ++i) {
         seg->sizes[i] = all[i].size;
@@ -338,6 +343,7 @@ void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg)
             seg->map = NULL;
         }
     }
-    if (NULL != seg->map) munmap(seg->map, seg->len);
+    if (NULL != seg->map) munmap(seg->map, seg->len - seg->posts_len);
+    if (0 != seg->posts_len) munmap(seg->posts_map, seg->posts_len);
     seg_free(seg);
 }

@@ -24,9 +24,14 @@ struct ompi_osc_ucxx_shseg_t {
      * the range of rank 0's file that holds it all */
     size_t state_stride;     /* rank r's state at map + state_at + r * state_stride; 0: none */
     uint64_t state_at;
-    size_t posts_stride;     /* rank r's PSCW post slots at map + posts_at + r * posts_stride;
+    size_t posts_stride;     /* rank r's PSCW post slots at posts_map + r * posts_stride;
                               * 0: none (each rank's own) */
-    uint64_t posts_at;
+    char *posts_map;
+    size_t posts_len;        /* their own mapping's length (0: inside `map`, rank 0's).
+                              * Apart, because the kernel's fault-around stops at a
+                              * mapping's end: a lock_all epoch's read faults
+                              * (ompi_osc_ucxx_shseg_touch) map no post slots, which
+                              * grow with the ranks squared and only PSCW touches. */
     bool node;               /* made by share_node */
     uint64_t off;            /* rank 0: where in its file; others OSC_UCXX_SEG_NONE */
     struct ompi_osc_ucxx_shseg_t *next;   /* rank 0: given back when no rank maps it */
@@ -40,7 +45,8 @@ void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg);
 /* MPI_Win_allocate over ranks all on this node: rank 0 takes one range of
  * its shared memory (osc_ucxx_seg.c) for every rank's `size` bytes,
  * `state_size` bytes of state and `posts_size` of PSCW post slots, every
- * rank maps it with one mapping.
+ * rank maps it with one open (the states and memory in one mapping, the
+ * post slots in another).
  * Collective over `comm`; *seg NULL (and OMPI_SUCCESS) where it is not
  * made (some rank not `mappable` or of another user, a rank's memory
  * larger than the window arenas'): each rank then allocates its own, as
@@ -75,7 +81,7 @@ static inline void ompi_osc_ucxx_shseg_touch(const ompi_osc_ucxx_shseg_t *seg, i
 static inline volatile uint64_t *ompi_osc_ucxx_shseg_posts(const ompi_osc_ucxx_shseg_t *seg,
                                                            int rank)
 {
-    return (volatile uint64_t *) (seg->map + seg->posts_at + (size_t) rank * seg->posts_stride);
+    return (volatile uint64_t *) (seg->posts_map + (size_t) rank * seg->posts_stride);
 }
 
 END_C_DECLS

@@ -141,6 +141,8 @@ typedef struct ompi_osc_ucxx_component_t {
     int progress_busy_fd;     /* ... and one always ready (a test hook: test_busy_fd) */
     bool test_busy_fd;
     bool inline_keys;         /* rkeys in the creation records across nodes (a test hook) */
+    int node_posts;           /* ranks up to which an MPI_Win_allocate segment of the node
+                               * holds their post slots (osc_ucxx_share.c; a test hook) */
     volatile int32_t progress_sleeping;
     volatile int32_t progress_hold;  /* parked on request (osc_ucxx_progress.c) */
     volatile uint32_t app_polls;  /* progress calls by application threads */
