@@ -216,10 +216,15 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
     int n = ompi_comm_size(comm), me = ompi_comm_rank(comm), rc;
     uint64_t page = (uint64_t) opal_getpagesize(), stride = OPAL_ALIGN(state_size, 256, uint64_t);
     /* (post slots grow with the ranks squared: past OSC_UCXX.node_posts
-     * ranks, each rank's own, mapped by the peers that post) */
+     * ranks, each rank's own, mapped by the peers that post; past a page,
+     * after the memory in a mapping of their own, see posts_len in
+     * osc_ucxx_share.h, else after the states: a mapping costs creation
+     * and free a system call each) */
     uint64_t pstride = n <= OSC_UCXX.node_posts ? OPAL_ALIGN(posts_size, 64, uint64_t) : 0;
-    uint64_t data0 = OPAL_ALIGN(NODE_HEAD + n * stride, page, uint64_t);
-    uint64_t posts_len = OPAL_ALIGN((uint64_t) n * pstride, page, uint64_t);
+    uint64_t posts = (uint64_t) n * pstride;
+    uint64_t posts_len = posts > page ? OPAL_ALIGN(posts, page, uint64_t) : 0;
+    uint64_t data0 = OPAL_ALIGN(NODE_HEAD + n * stride + (0 == posts_len ? posts : 0), page,
+                                uint64_t);
     uint64_t total = data0 + posts_len;
     uint64_t guess = total + (uint64_t) n * OPAL_ALIGN(size, page, uint64_t);
     node_ask_t *all = malloc(n * sizeof(*all));
@@ -295,14 +300,15 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
             {.off = give.off + total - posts_len, .len = (size_t) posts_len}};
         if (ompi_osc_ucxx_seg_attach(&give.id, true, r, 0 != posts_len ? 2 : 1)) {
             seg->map = r[0].addr;
-            seg->posts_map = r[1].addr;
-            seg->posts_len = (size_t) posts_len;
+            if (0 != posts_len) {
+                seg->posts_map = r[1].addr;
+                seg->posts_len = (size_t) posts_len;
+            }
             __atomic_add_fetch(node_users(seg), 1, __ATOMIC_ACQ_REL);
         }
     }
     /* (rank 0's mapping is the range it took, which may be longer) */
     seg->len = NULL != taken ? (size_t) give.len : (size_t) total;
-    if (NULL != taken) seg->posts_map = seg->map + total - posts_len;
     if (OMPI_SUCCESS != rc || NULL == seg->map) {
         /* (no range: every rank knows; a mapping that failed: this one) */
         *refused = OMPI_SUCCESS == rc && OSC_UCXX_SEG_NONE != give.off;
@@ -313,6 +319,9 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
     seg->state_stride = (size_t) stride;
     seg->state_at = NODE_HEAD;
     seg->posts_stride = (size_t) pstride;
+    if (NULL == seg->posts_map) {
+        seg->posts_map = seg->map + (0 != posts_len ? total - posts_len : NODE_HEAD + n * stride);
+    }
     seg->offsets[0] = data0;
     for (int i = 0; i < n; ++i) {
         seg->sizes[i] = all[i].size;

@@ -27,11 +27,12 @@ struct ompi_osc_ucxx_shseg_t {
     size_t posts_stride;     /* rank r's PSCW post slots at posts_map + r * posts_stride;
                               * 0: none (each rank's own) */
     char *posts_map;
-    size_t posts_len;        /* their own mapping's length (0: inside `map`, rank 0's).
-                              * Apart, because the kernel's fault-around stops at a
-                              * mapping's end: a lock_all epoch's read faults
-                              * (ompi_osc_ucxx_shseg_touch) map no post slots, which
-                              * grow with the ranks squared and only PSCW touches. */
+    size_t posts_len;        /* their own mapping's length (0: inside `map`: rank 0's,
+                              * and where they fit in a page).  Apart, because the
+                              * kernel's fault-around stops at a mapping's end: a
+                              * lock_all epoch's read faults (ompi_osc_ucxx_shseg_touch)
+                              * map no post slots, which grow with the ranks squared
+                              * and only PSCW touches. */
     bool node;               /* made by share_node */
     uint64_t off;            /* rank 0: where in its file; others OSC_UCXX_SEG_NONE */
     struct ompi_osc_ucxx_shseg_t *next;   /* rank 0: given back when no rank maps it */
