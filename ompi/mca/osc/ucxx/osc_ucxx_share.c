@@ -17,7 +17,8 @@
  *     of rank 0's own shared memory (its memfd, osc_ucxx_seg.c: nothing in
  *     any file system, its pages reserved) holds every rank's state
  *     segment, memory and PSCW post slots; the others open rank 0's file
- *     once, map the range (the post slots apart) and close it.  A lock_all epoch to every peer
+ *     once, map the range (past a page of post slots, those apart) and
+ *     close it.  A lock_all epoch to every peer
  *     then pays page faults alone, where mapping each peer's file at its
  *     first access cost four system calls per peer (docs/scale.md).
  *     Memory stays proportional to what the ranks expose: the range is
