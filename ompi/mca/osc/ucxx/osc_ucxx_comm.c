@@ -139,6 +139,11 @@ static int cma_refused(ompi_osc_ucxx_target_t *t)
     t->peer->cma = 0;
     t->path.cma = 0;
     if (NULL != t->path.link) return OMPI_SUCCESS;  /* (dynamic windows: the region's) */
+    if (MPI_WIN_FLAVOR_DYNAMIC == t->module->flavor) {
+        /* (found in the target's region table, with no link: ask for it) */
+        return ompi_osc_ucxx_dyn_resolve(t->module, t->worker, t->rank, t->lo, t->hi,
+                                         &t->path);
+    }
     return ompi_osc_ucxx_path_ucx(t->module, t->worker, t->rank, &t->path);
 }
 

@@ -52,7 +52,10 @@
  * the node reaches it by cross-memory attach where the kernel allows
  * (osc_ucxx_cma.c), at the addresses themselves; the generation check above
  * runs first, so an access never reaches memory detached before its epoch
- * (memory unmapped meanwhile gives EFAULT: MPI_ERR_RMA_RANGE).
+ * (memory unmapped meanwhile gives EFAULT: MPI_ERR_RMA_RANGE).  There the
+ * origin needs neither cache nor message: it reads the target's regions
+ * from the table the target keeps in its shared memory (osc_ucxx_dyntab.c),
+ * and none of the above runs but where that table cannot tell.
  */
 
 #include "ompi_config.h"
@@ -178,6 +181,7 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
     module->regions[pos] = region;
     module->nregions++;
     if (len > module->dyn_max_len) module->dyn_max_len = len;
+    ompi_osc_ucxx_dyntab_publish(module);
     OSC_UCXX_UNLOCK(&module->dyn_lock);
     OSC_UCXX_VERBOSE(50, "window %u: attached %zu bytes at %p (%d regions)", module->cid, len,
                      base, module->nregions);
@@ -206,6 +210,7 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base)
     memmove(&module->regions[i], &module->regions[i + 1],
             (module->nregions - i - 1) * sizeof(*module->regions));
     module->nregions--;
+    ompi_osc_ucxx_dyntab_publish(module);
     OSC_UCXX_UNLOCK(&module->dyn_lock);
     /* Origins see the new generation before the memory can be reused.  (Not
      * under dyn_lock: the bump may be a UCX atomic, whose wait runs the
@@ -606,6 +611,7 @@ bool ompi_osc_ucxx_dyn_unverified(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_
      * slot, which whichever thread synchronizes next would report; there
      * the call reports it) */
     if (bytes > OSC_UCXX_DYN_AT_TARGET || OSC_UCXX.enable_mpi_threads ||
+        ompi_osc_ucxx_dyntab_serves(module, target) ||
         NULL == (cache = remote_cache(module, worker, target, &link))) {
         return false;
     }
@@ -626,9 +632,11 @@ void ompi_osc_ucxx_dyn_read_ahead(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_
                                   int target)
 {
     ompi_osc_ucxx_link_t *link;
-    ompi_osc_ucxx_dyncache_t *cache = remote_cache(module, worker, target, &link);
+    ompi_osc_ucxx_dyncache_t *cache;
     uint64_t syncs = __atomic_load_n(&module->dyn_syncs, __ATOMIC_ACQUIRE);
 
+    if (ompi_osc_ucxx_dyntab_serves(module, target)) return;   /* (nothing to read) */
+    cache = remote_cache(module, worker, target, &link);
     if (NULL != cache && syncs != cache->syncs &&
         (NULL == cache->read_req || cache->read_syncs != syncs)) {
         read_start(module, worker, link, target, cache, syncs);

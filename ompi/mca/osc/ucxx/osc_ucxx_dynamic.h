@@ -19,6 +19,9 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base);
 /* Is [lo, hi) attached here (in one region, or regions back to back)? */
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi);
 void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
+/* The owner: its regions into the table the peers on the node read
+ * (osc_ucxx_dyntab.c); the caller holds dyn_lock. */
+void ompi_osc_ucxx_dyntab_publish(ompi_osc_ucxx_module_t *module);
 /* At free, before the links go: wait for the generation reads in flight. */
 void ompi_osc_ucxx_dyn_settle(ompi_osc_ucxx_module_t *module);
 /* Origins: `target`'s detach generation, read there after a message that

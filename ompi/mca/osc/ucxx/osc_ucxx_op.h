@@ -67,10 +67,16 @@ static inline int ompi_osc_ucxx_resolve(ompi_osc_ucxx_module_t *module,
     char *direct;
 
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        ompi_osc_ucxx_link_t *link;
+        ompi_osc_ucxx_dyncache_t *c;
+        if (ompi_osc_ucxx_dyntab_serves(module, target)) {
+            /* (a peer on the node: its region table, no link) */
+            int rc = ompi_osc_ucxx_dyntab_resolve(module, target, lo, hi, path);
+            if (OMPI_ERR_NOT_AVAILABLE != rc) return rc;
+        }
         /* (our own regions need no link: dyn_resolve checks them directly) */
-        ompi_osc_ucxx_link_t *link =
-            target == module->rank ? NULL : ompi_osc_ucxx_link(module, worker, target);
-        ompi_osc_ucxx_dyncache_t *c = NULL == link ? NULL : link->dyn;
+        link = target == module->rank ? NULL : ompi_osc_ucxx_link(module, worker, target);
+        c = NULL == link ? NULL : link->dyn;
         if (OPAL_LIKELY(ompi_osc_ucxx_dyn_hot(c, lo, hi))) {
             /* the region used last, still attached: no lookup */
             path->mapped = path->split = path->partial = false;

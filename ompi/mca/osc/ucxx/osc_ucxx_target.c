@@ -319,6 +319,7 @@ static void peer_drop(ompi_osc_ucxx_module_t *module, int target)
     peer->direct_data = NULL;
     peer->direct_state = NULL;
     peer->post_slot = NULL;
+    peer->dyn_table = NULL;
     free(peer->prefaulted);
     peer->prefaulted = NULL;
     for (int k = 0; k < 3; ++k) {
@@ -461,6 +462,17 @@ static void map_peer(ompi_osc_ucxx_module_t *module, int target, ompi_osc_ucxx_p
     int n = MPI_WIN_FLAVOR_ALLOCATE == module->flavor && OSC_UCXX_SEG_NONE != data_off ? 2 : 1;
 
     if (OSC_UCXX_SEG_NONE == state_off) return;
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor && OSC_UCXX_SEG_NONE != data_off) {
+        /* (its region table, with the same open) */
+        req[1].len = OSC_UCXX_DYNTAB_SIZE;
+        req[1].unit = OSC_UCXX_SEG_MAP_PAGE;
+        if (!ompi_osc_ucxx_ptab_map(e, req, 2)) return;
+        peer->direct_state = (ompi_osc_ucxx_state_t *) req[0].addr;
+        peer->maps[1] = req[0].map;
+        peer->dyn_table = (const ompi_osc_ucxx_dyntab_t *) req[1].addr;
+        peer->maps[0] = req[1].map;
+        return;
+    }
     if (2 == n && state_by_data(state_off, data_off, len)) {
         uint64_t lo = state_off < data_off ? state_off : data_off;
         uint64_t hi = state_off + module->state_size > data_off + len

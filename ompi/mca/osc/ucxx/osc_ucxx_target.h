@@ -66,9 +66,13 @@ struct ompi_osc_ucxx_peer_t {
     /* Our PSCW post slot in its post slots, mapped at our first post to it
      * (ompi_osc_ucxx_peer_post_slot) */
     volatile uint64_t *post_slot;
+    /* A dynamic window's region table there, mapped with its state
+     * (osc_ucxx_dyntab.c), or NULL */
+    const ompi_osc_ucxx_dyntab_t *dyn_table;
     /* The peer table's entry while this window uses the peer, and the
      * ranges of its memory mapped for this window (osc_ucxx_ptab.c): the
-     * window memory (MPI_Win_allocate), the state, the post slot. */
+     * window memory (MPI_Win_allocate) or region table (dynamic), the
+     * state, the post slot. */
     ompi_osc_ucxx_pent_t *ent;
     ompi_osc_ucxx_pmap_t *maps[3];
 };
@@ -250,6 +254,20 @@ void ompi_osc_ucxx_peer_resolve_at(ompi_osc_ucxx_module_t *module, int target, u
                                    bool locks);
 void ompi_osc_ucxx_links_release(ompi_osc_ucxx_module_t *module);
 void ompi_osc_ucxx_target_init(void (*dyn_cache_free)(ompi_osc_ucxx_dyncache_t *cache));
+/* Dynamic windows: the path to [lo, hi) at the target where it is on the
+ * node, reached by cross-memory attach, and its region table is mapped
+ * here (osc_ucxx_dyntab.c): found there, with no link;
+ * OMPI_ERR_NOT_AVAILABLE where the table cannot tell (regions that do not
+ * fit it, or back to back), then dyn_resolve asks. */
+int ompi_osc_ucxx_dyntab_resolve(ompi_osc_ucxx_module_t *module, int target, uint64_t lo,
+                                 uint64_t hi, ompi_osc_ucxx_path_t *path);
+static inline bool ompi_osc_ucxx_dyntab_serves(ompi_osc_ucxx_module_t *module, int target)
+{
+    ompi_osc_ucxx_peer_t *peer = &module->peers[target];
+    if (target == module->rank) return false;
+    if (OPAL_UNLIKELY(!peer->resolved)) ompi_osc_ucxx_peer_resolve_direct(module, target);
+    return NULL != peer->dyn_table && 0 != peer->cma;
+}
 /* Dynamic windows: the path to [lo, hi) at the target (osc_ucxx_dynamic.c) */
 int ompi_osc_ucxx_dyn_resolve(ompi_osc_ucxx_module_t *module, ompi_osc_ucxx_worker_t *worker,
                               int target, uint64_t lo, uint64_t hi, ompi_osc_ucxx_path_t *path);

@@ -144,7 +144,10 @@ static void wire_mine(ompi_osc_ucxx_module_t *module, int local_rc, wire_info_t 
     mine->base = (uint64_t) (uintptr_t) module->base;
     mine->size = module->len;
     mine->state = (uint64_t) (uintptr_t) module->state;
-    mine->data_off = module->data_off;
+    /* (a dynamic window has no memory of ours: there, where its region
+     * table lies, which the peers on the node map with its state) */
+    mine->data_off = MPI_WIN_FLAVOR_DYNAMIC == module->flavor ? module->dyntab.off
+                                                             : module->data_off;
     mine->state_off = module->state_off;
     mine->disp_unit = module->disp_unit;
     mine->flags = addr_needs(module->comm, module->rank) |
@@ -442,7 +445,7 @@ static void module_construct(ompi_osc_ucxx_module_t *module)
     OBJ_CONSTRUCT(&module->post_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_serial_lock, opal_mutex_t);
-    module->data_off = module->state_off = OSC_UCXX_SEG_NONE;
+    module->data_off = module->state_off = module->dyntab.off = OSC_UCXX_SEG_NONE;
 }
 
 static void module_destruct(ompi_osc_ucxx_module_t *module)
@@ -458,6 +461,10 @@ static void module_destruct(ompi_osc_ucxx_module_t *module)
     if (NULL != module->posts.memh) {
         ompi_osc_ucxx_mem_give((void *) module->posts.slots, module->posts.memh,
                                module->posts.len, module->posts.serial, module->posts.off);
+    }
+    if (NULL != module->dyntab.tab) {
+        ompi_osc_ucxx_mem_give(module->dyntab.tab, module->dyntab.memh, module->dyntab.len,
+                               module->dyntab.serial, module->dyntab.off);
     }
     if (NULL != module->state_memh) {
         ompi_osc_ucxx_mem_give(module->state, module->state_memh, module->state_len,
@@ -580,6 +587,24 @@ static int node_memory(ompi_osc_ucxx_module_t *module, void **base)
     return OMPI_SUCCESS;
 }
 
+/* A dynamic window's region table for the peers on the node (zeroed: no
+ * region), where they may map our memory; without it they ask us. */
+static void dyntab_memory(ompi_osc_ucxx_module_t *module)
+{
+    ompi_osc_ucxx_segid_t id;
+    void *tab = NULL;
+
+    module->dyntab.off = OSC_UCXX_SEG_NONE;
+    if (!mappable_here(&id) ||
+        OMPI_SUCCESS != ompi_osc_ucxx_state_take(OSC_UCXX_DYNTAB_SIZE, &tab, &module->dyntab.memh,
+                                                 &module->dyntab.serial, &module->dyntab.len,
+                                                 &module->dyntab.off)) {
+        module->dyntab.off = OSC_UCXX_SEG_NONE;
+        return;
+    }
+    module->dyntab.tab = tab;
+}
+
 /* The window's memory: ours where we allocate it (osc_ucxx_memory.c), so
  * peers on the node map it; registered where the user owns it.  An
  * allocated window's state segment is not in its pages but next to them
@@ -629,6 +654,7 @@ static int window_memory(ompi_osc_ucxx_module_t *module, void **base, size_t siz
     } else if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
         module->base = NULL;   /* displacements are addresses; memory comes by attach */
         module->len = 0;
+        dyntab_memory(module);
     } else if (MPI_WIN_FLAVOR_SHARED == flavor) {
         if (!ompi_osc_ucxx_all_on_node(module)) {
             OSC_UCXX_VERBOSE(10, "MPI_Win_allocate_shared over ranks on several nodes");

@@ -201,6 +201,15 @@ struct ompi_osc_ucxx_module_t {
     ompi_osc_ucxx_region_t *regions;
     int nregions, regions_cap;
     uint64_t dyn_max_len;
+    struct {                        /* ... as the peers on the node read them
+                                     * (osc_ucxx_dyntab.c), from a state arena;
+                                     * NULL where peers cannot map it */
+        ompi_osc_ucxx_dyntab_t *tab;
+        ucp_mem_h memh;
+        size_t len;
+        uint32_t serial;
+        uint64_t off;
+    } dyntab;
     /* Synchronization calls that may follow a target's detach (epochs
      * opened, flushes) so far: an origin re-reads a target's detach
      * generation at its first access after one (osc_ucxx_dynamic.c) */
