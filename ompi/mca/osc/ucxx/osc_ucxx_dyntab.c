@@ -11,18 +11,19 @@
  * the node makes UCX map the peer's shared-memory FIFOs and pick its lanes:
  * most of a first epoch's cost per peer, which no other flavor pays any
  * more on a node.  So the owner keeps a copy of its regions (base and
- * length, sorted by base) in a page of its shared memory, which a peer maps
- * with the window's state at its first access (one open of the owner's
- * file), and looks the bytes up there with loads.
+ * length, sorted by base) in 1 KiB of its shared memory (a state arena's:
+ * osc_ucxx_types.h), which a peer maps with the window's state at its
+ * first access (one open of the owner's file), and looks the bytes up there
+ * with loads.
  *
  * The owner changes the table only in MPI_Win_attach and MPI_Win_detach,
  * under dyn_lock, between two increments of `seq` (odd meanwhile); a reader
  * that finds `seq` odd, or changed by the end of its lookup, looks again.
  * What it finds is the owner's table at some moment of the lookup: memory
  * detached before the access's epoch (a detach that MPI orders before it)
- * is not there, and an access to it fails with MPI_ERR_RMA_RANGE.  A
- * table whose regions do not fit in the page, and bytes that span regions
- * attached back to back, are left to the asking path.
+ * is not there, and an access to it fails with MPI_ERR_RMA_RANGE.  More
+ * regions than the table holds, and bytes that span regions attached back
+ * to back, are left to the asking path.
  */
 
 #include "ompi_config.h"

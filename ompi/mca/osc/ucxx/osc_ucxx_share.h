@@ -46,8 +46,8 @@ void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg);
 /* MPI_Win_allocate over ranks all on this node: rank 0 takes one range of
  * its shared memory (osc_ucxx_seg.c) for every rank's `size` bytes,
  * `state_size` bytes of state and `posts_size` of PSCW post slots, every
- * rank maps it with one open (the states and memory in one mapping, the
- * post slots in another).
+ * rank maps it with one open (one mapping; post slots past a page in a
+ * second).
  * Collective over `comm`; *seg NULL (and OMPI_SUCCESS) where it is not
  * made (some rank not `mappable` or of another user, a rank's memory
  * larger than the window arenas'): each rank then allocates its own, as
