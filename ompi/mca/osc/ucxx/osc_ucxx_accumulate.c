@@ -401,8 +401,9 @@ static int acc_unmapped(ompi_osc_ucxx_acc_t *a, void *origin_addr, int origin_co
  * (the agreement checked it), so the path is mapped.  A UCX one: mapped
  * memory, ours included, needs the link and rkey too (resolve leaves them
  * unset on fully mapped memory; dynamic windows set them per region, for
- * peers).  *rc: no route, or our own dynamic memory spread over regions
- * attached back to back (*split: the message path, as the peers take). */
+ * peers, but where the peer's region table answered).  *rc: no route, or
+ * dynamic memory spread over regions attached back to back (*split: the
+ * message path, as the peers take). */
 static bool cpu_atomic(ompi_osc_ucxx_target_t *t, int *rc)
 {
     ompi_osc_ucxx_module_t *module = t->module;
@@ -416,6 +417,10 @@ static bool cpu_atomic(ompi_osc_ucxx_target_t *t, int *rc)
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
         if (t->rank == module->rank) {
             *rc = ompi_osc_ucxx_dyn_resolve_self(module, t->worker, t->lo, t->hi, &t->path);
+        } else if (NULL == t->path.link) {
+            /* (found in the peer's region table, osc_ucxx_dyntab.c: the
+             * region's rkey, from the peer) */
+            *rc = ompi_osc_ucxx_dyn_resolve(module, t->worker, t->rank, t->lo, t->hi, &t->path);
         }
     } else if (t->path.mapped || NULL == t->path.link) {
         /* (wholly mapped, or reached by cross-memory attach: no link resolved) */
