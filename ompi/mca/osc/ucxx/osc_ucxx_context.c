@@ -239,6 +239,17 @@ int ompi_osc_ucxx_ucp_create(ucp_context_h *context)
     }
     OSC_UCXX.order_by_flush = OSC_UCXX.fence_by_flush < 0 ? fence_is_strong(config)
                                                          : 0 != OSC_UCXX.fence_by_flush;
+    /* UCX 1.13's TCP transport connects a new endpoint inside ucp_ep_create
+     * and waits there for the peer's answer (UCX_TCP_CONN_NB=n): a first
+     * epoch to peers on other nodes made its endpoints one wire round trip
+     * after another, while UCX's async thread spun on the connections it
+     * could not take meanwhile.  Non-blocking, they are made together.
+     * The user's own UCX_TCP_CONN_NB wins.  (UCX applies the key to each
+     * transport's configuration by the name of its field, which is CONN_NB
+     * in TCP's.) */
+    if (!ucx_var_set("TCP_CONN_NB")) {
+        (void) ucp_config_modify(config, "CONN_NB", "y");
+    }
     no_huge_pages(config);
     config_atomics_cpu = atomic_mode_cpu(config);
     memset(&params, 0, sizeof(params));

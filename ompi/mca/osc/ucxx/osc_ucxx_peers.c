@@ -188,18 +188,29 @@ void ompi_osc_ucxx_ep_evict(ompi_osc_ucxx_worker_t *worker, uint64_t key)
     }
 }
 
-/* Packed once: ucp_worker_get_address packs every transport's address on
- * each call, a visible part of each window's creation. */
+/* The address windows' creation exchanges, packed once: ucp_worker_get_address
+ * packs every transport's address on each call, a visible part of each
+ * window's creation.  Where the modex holds our full address (the processes
+ * on this node take it from there, osc_ucxx_window.c), the exchanged one
+ * serves peers on other nodes alone and holds the network devices only:
+ * with the shared-memory and loopback transports in it too, choosing an
+ * endpoint's lanes in ucp_ep_create weighed each of ours against each of
+ * them, most of a first access to a peer on another node. */
 int ompi_osc_ucxx_main_address(const void **addr, size_t *len)
 {
     int rc = OMPI_SUCCESS;
 
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    if (NULL == OSC_UCXX.main_addr &&
-        UCS_OK != ucp_worker_get_address(OSC_UCXX.main_worker->ucp, &OSC_UCXX.main_addr,
-                                         &OSC_UCXX.main_addr_len)) {
-        OSC_UCXX.main_addr = NULL;
-        rc = OMPI_ERROR;
+    if (NULL == OSC_UCXX.main_addr) {
+        ucp_worker_attr_t attr;
+        attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
+        attr.address_flags = OSC_UCXX.modex_ok ? UCP_WORKER_ADDRESS_FLAG_NET_ONLY : 0;
+        if (UCS_OK == ucp_worker_query(OSC_UCXX.main_worker->ucp, &attr)) {
+            OSC_UCXX.main_addr = attr.address;
+            OSC_UCXX.main_addr_len = attr.address_length;
+        } else {
+            rc = OMPI_ERROR;
+        }
     }
     *addr = OSC_UCXX.main_addr;
     *len = OSC_UCXX.main_addr_len;

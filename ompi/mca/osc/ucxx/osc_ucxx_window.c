@@ -311,10 +311,13 @@ static int exchange_keys(ompi_osc_ucxx_module_t *module, const wire_info_t *all,
     for (int i = 0; OMPI_SUCCESS == rc && i < size; ++i) {
         size_t keys = rkeys ? all[i].data_rkey_len + all[i].state_rkey_len : 0;
         ompi_proc_t *proc;
-        if (!addrs || i == module->rank) continue;
-        /* (the modex gives those on the node that published theirs) */
+        if (!addrs) continue;
+        /* (the modex gives those on the node that published theirs; ours
+         * is kept too where it does not: UCX atomics on our own state go
+         * through an endpoint to ourselves) */
         proc = ompi_comm_peer_lookup(comm, i);
-        if ((all[i].flags & WIRE_IN_MODEX) && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+        if ((all[i].flags & WIRE_IN_MODEX) &&
+            (i == module->rank || OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags))) {
             continue;
         }
         rc = ompi_osc_ucxx_peer_addr_store(proc, recvbuf + displs[i] + keys, all[i].addr_len);
