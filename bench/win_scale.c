@@ -30,6 +30,8 @@
  * steadier figure; first_xcpu_us: the CPU time of the process's other
  * threads, a progress thread's, during the first epoch).  Memory from /proc/self/status: RSS (VmRSS) and virtual
  * size (VmSize) growth across the step, in KiB, or bytes per peer (_Bpp);
+ * _pss: the proportional set size (smaps_rollup), where a page shared by n
+ * processes counts 1/n in each: what the node pays;
  * _anon: RssAnon, _shm: RssShmem (the pages of shared memory this process
  * touched or mapped); _faults: minor page faults.  The bench's own
  * allocations are in it for every component alike (create / dynamic: SIZE
@@ -51,14 +53,30 @@
 #include <sys/resource.h>
 #include <time.h>
 
-/* /proc/self/status figures, KiB, and the minor page faults so far */
+/* /proc/self/status figures, KiB, the minor page faults so far, and the
+ * proportional set size (/proc/self/smaps_rollup: each page divided by the
+ * processes that map it, so that shared pages count once on the node, where
+ * RSS counts them in every process; 0 where the kernel has no rollup) */
 typedef struct {
-    double vm, rss, anon, shmem, flt;
+    double vm, rss, anon, shmem, flt, pss;
 } mem_t;
+
+static double pss_now(void)
+{
+    char line[256];
+    double pss = 0, v;
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (1 == sscanf(line, "Pss: %lf", &v)) pss = v;
+    }
+    fclose(f);
+    return pss;
+}
 
 static mem_t mem_now(void)
 {
-    mem_t m = {0, 0, 0, 0, 0};
+    mem_t m = {0, 0, 0, 0, 0, pss_now()};
     char line[256];
     struct rusage ru;
     FILE *f;
@@ -78,7 +96,8 @@ static mem_t mem_now(void)
 
 static mem_t mem_diff(mem_t a, mem_t b)
 {
-    mem_t d = {b.vm - a.vm, b.rss - a.rss, b.anon - a.anon, b.shmem - a.shmem, b.flt - a.flt};
+    mem_t d = {b.vm - a.vm, b.rss - a.rss, b.anon - a.anon, b.shmem - a.shmem, b.flt - a.flt,
+               b.pss - a.pss};
     return d;
 }
 
@@ -208,6 +227,7 @@ enum {
     F_SECOND_VM_KIB, F_SECOND_FLT,
     F_WARM_US, F_REST_US, F_REST_KIB, F_REST_ANON_KIB, F_REST_VM_KIB,
     F_VM_MIB, F_VM_GROWTH_MIB, F_RSS_GROWTH_MIB, F_KEPT_KIB, F_FIRST_XCPU_US,
+    F_CREATE_PSS_KIB, F_FIRST_PSS_KIB, F_PSS_GROWTH_MIB,
     F_COUNT
 };
 static const char *names[F_COUNT] = {
@@ -219,6 +239,7 @@ static const char *names[F_COUNT] = {
     "second_vm_KiB", "second_faults",
     "warm_us", "rest_us", "rest_KiB", "rest_anon_KiB", "rest_vm_KiB",
     "vm_MiB", "vm_growth_MiB", "rss_growth_MiB", "kept_KiB", "first_xcpu_us",
+    "create_pss_KiB", "first_pss_KiB", "pss_growth_MiB",
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -297,10 +318,12 @@ int main(int argc, char **argv)
     f[F_CREATE_CPU_US] = 1e6 * bench_median(tcc, nw);
     f[F_CREATE_KIB] = mem_diff(m0, a).rss / nw;
     f[F_CREATE_VM_KIB] = mem_diff(m0, a).vm / nw;
+    f[F_CREATE_PSS_KIB] = mem_diff(m0, a).pss / nw;
     smaps_dump("0-created");
 
     /* first epoch on window 0, then on window 1 */
     mfirst = first_epoch(&wins[0], id++, src, "first", f + F_FIRST_US);
+    f[F_FIRST_PSS_KIB] = mfirst.pss;
     f[F_FIRST_XCPU_US] = 1e6 * epoch_xcpu;
     smaps_dump("1-first");
     msecond = first_epoch(&wins[1], id++, src, "second", f + F_SECOND_US);
@@ -332,6 +355,7 @@ int main(int argc, char **argv)
     f[F_VM_MIB] = b.vm / 1024;
     f[F_VM_GROWTH_MIB] = mem_diff(m0, b).vm / 1024;
     f[F_RSS_GROWTH_MIB] = mem_diff(m0, b).rss / 1024;
+    f[F_PSS_GROWTH_MIB] = mem_diff(m0, b).pss / 1024;
     smaps_dump("3-rest");
 
     /* free */
