@@ -30,6 +30,7 @@
  * (checked where peer_cap is given and the ranks outnumber it; osc/ucxx
  * before the bound mapped every peer's segments and UCX FIFOs, 40-45 files
  * at 16 ranks). */
+#define _GNU_SOURCE   /* (process_vm_readv) */
 #include "testutil.h"
 #include <stdint.h>
 #include <sys/uio.h>
