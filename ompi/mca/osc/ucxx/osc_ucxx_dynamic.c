@@ -86,17 +86,33 @@ static int last_base_at_or_below(const void *array, int count, size_t stride, ui
     return last;
 }
 
-/* Index of a region containing [lo, hi), or -1.  Caller holds dyn_lock. */
-static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+_Static_assert(offsetof(ompi_osc_ucxx_region_t, base) == 0 &&
+                   offsetof(ompi_osc_ucxx_region_t, len) == sizeof(uint64_t),
+               "a region starts with its base and length (region_at)");
+
+/* Region i of `array` (`stride` bytes apart, each starting with its
+ * uint64_t base and length): its base and its end. */
+static void region_at(const void *array, size_t stride, int i, uint64_t *base, uint64_t *end)
 {
-    int last = last_base_at_or_below(module->regions, module->nregions,
-                                     sizeof(module->regions[0]), lo);
+    uint64_t bl[2];
+    memcpy(bl, (const char *) array + (size_t) i * stride, sizeof(bl));
+    *base = bl[0];
+    *end = bl[0] + bl[1];
+}
+
+/* Index of a region of `array` (count regions, sorted by base, none longer
+ * than max_len) containing [lo, hi), or -1. */
+static int regions_find(const void *array, int count, size_t stride, uint64_t max_len,
+                        uint64_t lo, uint64_t hi)
+{
+    int last = last_base_at_or_below(array, count, stride, lo);
 
     /* that region, or an earlier one where regions overlap */
     for (int i = last; i >= 0; --i) {
-        ompi_osc_ucxx_region_t *r = &module->regions[i];
-        if (hi <= r->base + r->len) return i;
-        if (r->base + module->dyn_max_len < lo) break;
+        uint64_t base, end;
+        region_at(array, stride, i, &base, &end);
+        if (hi <= end) return i;
+        if (base + max_len < lo) break;
     }
     return -1;
 }
@@ -105,20 +121,40 @@ static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
  * lo: the end of the covered run (>= hi: all of it; lo: nothing).  Regions
  * are sorted by base, so the run ends at the first region that starts past
  * it; none starting more than the longest region's length before lo can
- * reach lo.  Caller holds dyn_lock. */
-static uint64_t covered_to(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+ * reach lo. */
+static uint64_t regions_covered_to(const void *array, int count, size_t stride,
+                                   uint64_t max_len, uint64_t lo, uint64_t hi)
 {
-    uint64_t reach = lo;
-    int i = last_base_at_or_below(module->regions, module->nregions,
-                                  sizeof(module->regions[0]),
-                                  lo > module->dyn_max_len ? lo - module->dyn_max_len : 0);
+    uint64_t reach = lo, base, end;
+    int i = last_base_at_or_below(array, count, stride, lo > max_len ? lo - max_len : 0);
 
-    for (i = i < 0 ? 0 : i; i < module->nregions && module->regions[i].base <= reach &&
-                            reach < hi; ++i) {
-        uint64_t end = module->regions[i].base + module->regions[i].len;
+    for (i = i < 0 ? 0 : i; i < count && reach < hi; ++i) {
+        region_at(array, stride, i, &base, &end);
+        if (base > reach) break;
         if (end > reach) reach = end;
     }
     return reach;
+}
+
+int ompi_osc_ucxx_regions_lookup(const void *array, int count, size_t stride, uint64_t max_len,
+                                 uint64_t lo, uint64_t hi)
+{
+    int i = regions_find(array, count, stride, max_len, lo, hi);
+    if (i >= 0) return i;
+    return regions_covered_to(array, count, stride, max_len, lo, hi) >= hi ? -2 : -1;
+}
+
+/* The same on our own regions.  Caller holds dyn_lock. */
+static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+{
+    return regions_find(module->regions, module->nregions, sizeof(module->regions[0]),
+                        module->dyn_max_len, lo, hi);
+}
+
+static uint64_t covered_to(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+{
+    return regions_covered_to(module->regions, module->nregions, sizeof(module->regions[0]),
+                              module->dyn_max_len, lo, hi);
 }
 
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)

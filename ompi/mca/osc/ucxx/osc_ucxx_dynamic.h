@@ -19,6 +19,12 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base);
 /* Is [lo, hi) attached here (in one region, or regions back to back)? */
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi);
 void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module);
+/* Regions sorted by base (`count` of them at `array`, `stride` bytes
+ * apart, each starting with its uint64_t base and length, none longer than
+ * max_len): the index of one that holds [lo, hi), -2 where regions back to
+ * back hold it, -1 where none does. */
+int ompi_osc_ucxx_regions_lookup(const void *array, int count, size_t stride, uint64_t max_len,
+                                 uint64_t lo, uint64_t hi);
 /* The owner: its regions into the table the peers on the node read
  * (osc_ucxx_dyntab.c); the caller holds dyn_lock. */
 void ompi_osc_ucxx_dyntab_publish(ompi_osc_ucxx_module_t *module);

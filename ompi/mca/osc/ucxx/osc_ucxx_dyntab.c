@@ -18,7 +18,8 @@
  *
  * The owner changes the table only in MPI_Win_attach and MPI_Win_detach,
  * under dyn_lock, between two increments of `seq` (odd meanwhile); a reader
- * that finds `seq` odd, or changed by the end of its lookup, looks again.
+ * that finds `seq` odd, or changed by the end of its lookup, looks again
+ * (a bounded number of times; then it asks, as below).
  * What it finds is the owner's table at some moment of the lookup: memory
  * detached before the access's epoch (a detach that MPI orders before it)
  * is not there, and an access to it fails with MPI_ERR_RMA_RANGE.  More
@@ -53,36 +54,9 @@ void ompi_osc_ucxx_dyntab_publish(ompi_osc_ucxx_module_t *module)
     __atomic_store_n(&tab->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-/* In `tab` (count regions): does one region hold [lo, hi) (1), do regions
- * back to back (2), or none (0)?  As region_find and covered_to do on the
- * owner's own array (osc_ucxx_dynamic.c). */
-static int table_find(const ompi_osc_ucxx_dyntab_t *tab, uint64_t count, uint64_t lo,
-                      uint64_t hi)
-{
-    uint64_t max_len = tab->max_len, reach = lo, from = lo > max_len ? lo - max_len : 0;
-    int64_t left = 0, right = (int64_t) count - 1, last = -1, first;
-
-    while (left <= right) {
-        int64_t mid = (left + right) / 2;
-        if (tab->regions[mid].base <= lo) {
-            last = mid;
-            left = mid + 1;
-        } else {
-            right = mid - 1;
-        }
-    }
-    for (int64_t i = last; i >= 0 && tab->regions[i].base + max_len >= lo; --i) {
-        if (hi <= tab->regions[i].base + tab->regions[i].len) return 1;
-    }
-    for (first = last; first >= 0 && tab->regions[first].base >= from; --first) {
-    }
-    for (int64_t i = first < 0 ? 0 : first; i < (int64_t) count &&
-                                            tab->regions[i].base <= reach && reach < hi; ++i) {
-        uint64_t end = tab->regions[i].base + tab->regions[i].len;
-        if (end > reach) reach = end;
-    }
-    return reach >= hi ? 2 : 0;
-}
+/* Reads of a table its owner is changing, at most, before the asking
+ * path takes over (its wait progresses what it waits for). */
+#define DYNTAB_TRIES 1000
 
 int ompi_osc_ucxx_dyntab_resolve(ompi_osc_ucxx_module_t *module, int target, uint64_t lo,
                                  uint64_t hi, ompi_osc_ucxx_path_t *path)
@@ -90,21 +64,26 @@ int ompi_osc_ucxx_dyntab_resolve(ompi_osc_ucxx_module_t *module, int target, uin
     ompi_osc_ucxx_peer_t *peer = &module->peers[target];
     const ompi_osc_ucxx_dyntab_t *tab = peer->dyn_table;
     uint64_t seq, count;
-    int found;
+    int found, tries = 0;
 
     for (;;) {
+        if (++tries > DYNTAB_TRIES) return OMPI_ERR_NOT_AVAILABLE;
         seq = __atomic_load_n(&tab->seq, __ATOMIC_ACQUIRE);
         if (seq & 1) {
             sched_yield();   /* (the owner is inside an attach or a detach) */
             continue;
         }
         count = tab->count;
-        found = count > OSC_UCXX_DYNTAB_MAX ? -1 : table_find(tab, count, lo, hi);
+        found = -2;
+        if (count <= OSC_UCXX_DYNTAB_MAX) {
+            found = ompi_osc_ucxx_regions_lookup((const void *) tab->regions, (int) count,
+                                                 sizeof(tab->regions[0]), tab->max_len, lo, hi);
+        }
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (seq == __atomic_load_n(&tab->seq, __ATOMIC_RELAXED)) break;
     }
-    if (1 != found) {
-        if (0 == found) {
+    if (found < 0) {
+        if (-1 == found) {
             OSC_UCXX_VERBOSE(20, "window %u: [%#" PRIx64 ", %#" PRIx64 ") not attached at %d",
                              module->cid, lo, hi, target);
             return OMPI_ERR_RMA_RANGE;

@@ -360,8 +360,9 @@ _Static_assert(sizeof(ompi_osc_ucxx_state_t) == 1024, "four segments in 4 KiB");
 /* Dynamic windows: the regions attached here as the peers on the node read
  * them, with loads, without asking (osc_ucxx_dyntab.c): 1 KiB of our
  * shared memory, the size of a state segment and from its arenas (four to
- * a page, so that a peer maps a page for several windows), sorted by base.  `seq` is odd while the owner changes the
- * table (a reader that saw it change reads again); `count` past
+ * a page, so that a peer maps a page for several windows), sorted by
+ * base.  `seq` is odd while the owner changes the table (a reader that
+ * saw it change reads again); `count` past
  * OSC_UCXX_DYNTAB_MAX says the regions do not fit (readers ask the owner,
  * as off the node).  `max_len`: the longest region ever attached (where a
  * region that may hold an address starts at the earliest). */
