@@ -27,7 +27,15 @@
  * complete/wait; fence, a get of my slot back from every rank, fence;
  * each step checked in every slot, and the rest of every window still
  * holds the pattern (a neighbour's memory or state next to it must not
- * reach into it). */
+ * reach into it).
+ * First, with osc/ucxx on one node, what a lock_all epoch maps: an
+ * allocate window of a page per rank, lock_all / a put to every rank /
+ * unlock_all, then the pages of the node's segment resident in this
+ * process (smaps' Rss of every mapping of the file that holds our window,
+ * rank 0's, which maps all of its range).  They must be the ranks' window
+ * pages, the page(s) of the lock words, and the few the process wrote at
+ * creation (its state, its post slots, the count of the range's users):
+ * not the other ranks' state segments, which the epoch needs none of. */
 #include "testutil.h"
 #include <stdint.h>
 #include <sys/resource.h>
@@ -135,6 +143,67 @@ static void use(tu_win_t *w, int layout, int wi, int pass)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* KiB resident here of every mapping of the file mapped at `addr` (smaps'
+ * Rss), or -1 where no mapping holds it. */
+static long file_rss_kib(const void *addr)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512], dev[32] = "", cur_dev[32] = "";
+    unsigned long ino = 0, cur_ino = 0, s, e, kib;
+    long total = -1;
+    int pass;
+
+    for (pass = 0; f && pass < 2; ++pass) {   /* (find the file, then sum its mappings) */
+        rewind(f);
+        while (fgets(line, sizeof(line), f)) {
+            char perms[8];
+            unsigned long off;
+            if (6 == sscanf(line, "%lx-%lx %7s %lx %31s %lu", &s, &e, perms, &off, cur_dev,
+                            &cur_ino)) {
+                if (0 == pass && (uintptr_t) addr >= s && (uintptr_t) addr < e) {
+                    strcpy(dev, cur_dev);
+                    ino = cur_ino;
+                    total = 0;
+                }
+            } else if (1 == pass && 0 != ino && cur_ino == ino && 0 == strcmp(cur_dev, dev) &&
+                       1 == sscanf(line, "Rss: %lu kB", &kib)) {
+                total += (long) kib;
+            }
+        }
+    }
+    if (f) fclose(f);
+    return total;
+}
+
+static void lock_all_maps(void)
+{
+    const char *osc = getenv("OMPI_MCA_osc");
+    long page = sysconf(_SC_PAGESIZE), kib, most;
+    int64_t mine = me;
+    tu_win_t w;
+
+    if (!one_node || nprocs < 16 || NULL == osc || 0 != strcmp(osc, "ucxx") ||
+        !tu_flavor_or_all(TU_ALLOCATE)) {
+        return;
+    }
+    tu_win_create(TU_ALLOCATE, page, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    MPI_Barrier(MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_lock_all(0, w.win));
+    for (int t = 0; t < nprocs; ++t) {
+        TU_MPI(MPI_Put(&mine, 1, MPI_INT64_T, t, 0, 1, MPI_INT64_T, w.win));
+    }
+    TU_MPI(MPI_Win_unlock_all(w.win));
+    kib = file_rss_kib(w.base);
+    /* the window pages, the lock words' (a cache line each), 3 written at
+     * creation (rank 0's mapping: all of the range) */
+    most = (nprocs + (nprocs * 64 + page - 1) / page + 3) * (page / 1024);
+    TU_CHECK(0 == me || kib <= most, "a lock_all epoch to every rank left %ld KiB of the node's segment "
+             "mapped here, more than its %d window pages, lock words and 3 pages (%ld KiB)",
+             kib, nprocs, most);
+    MPI_Barrier(MPI_COMM_WORLD);
+    tu_win_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     int passes = 3, rc;
@@ -152,6 +221,7 @@ int main(int argc, char **argv)
         one_node = n == nprocs;
         MPI_Comm_free(&node);
     }
+    lock_all_maps();
     for (int flavor = 0; flavor < TU_NFLAVORS_ALL; ++flavor) {
         if (!tu_flavor_or_all(flavor)) continue;
         for (int layout = 0; layout < NLAYOUTS; ++layout) {

@@ -491,7 +491,10 @@ int ompi_osc_ucxx_epoch_end_all(ompi_osc_ucxx_module_t *module)
     if ((access & OSC_UCXX_TGT_HELD) && NULL == (state = cpu_state_known(module, peer))) {
         return end_held(module, e);
     }
-    if (NULL != state) ompi_osc_ucxx_state_cpu_unlock_word(state, MPI_LOCK_SHARED);
+    if (NULL != state) {
+        ompi_osc_ucxx_state_cpu_unlock_word(ompi_osc_ucxx_lock_word(module, e->targets[0], state),
+                                            MPI_LOCK_SHARED);
+    }
     tgt_store(peer, access & ~(OSC_UCXX_TGT_OPEN | OSC_UCXX_TGT_HELD | OSC_UCXX_TGT_MEMBER));
     end_reset(e, 1);
     if (mt) ompi_osc_ucxx_spin_unlock(&e->lock);
@@ -650,7 +653,8 @@ int ompi_osc_ucxx_epoch_lock_all(ompi_osc_ucxx_module_t *module, int assert)
         return lock_all_locked(module, e, assert);
     }
     ompi_osc_ucxx_dyn_synced(module);
-    held = ompi_osc_ucxx_state_try_shared_word(state);
+    held = ompi_osc_ucxx_state_try_shared_word(
+        ompi_osc_ucxx_lock_word(module, e->targets[0], state));
     e->assert = assert;
     e->ops = false;
     e->open_free = false;

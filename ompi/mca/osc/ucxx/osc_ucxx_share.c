@@ -15,19 +15,19 @@
  *     /dev/shm.)
  *   - MPI_Win_allocate over ranks all on one node (share_node): one range
  *     of rank 0's own shared memory (its memfd, osc_ucxx_seg.c: nothing in
- *     any file system, its pages reserved) holds every rank's state
- *     segment, memory and PSCW post slots; the others open rank 0's file
- *     once, map the range (past a page of post slots, those apart) and
- *     close it.  A lock_all epoch to every peer
+ *     any file system, its pages reserved) holds every rank's lock word,
+ *     memory, state segment and PSCW post slots; the others open rank 0's
+ *     file once, map the range (the states and post slots apart where they
+ *     pass a page) and close it.  A lock_all epoch to every peer
  *     then pays page faults alone, where mapping each peer's file at its
  *     first access cost four system calls per peer (docs/scale.md).
  *     Memory stays proportional to what the ranks expose: the range is
- *     their windows' pages, a state segment and post slots each, and only
- *     windows of the window arenas' sizes go there (larger ones keep their
- *     own allocations, mapped by peers in pieces).  Rank 0 gives the range
- *     back once no rank maps it (a word in it counts them): a rank whose
- *     window outlives the collective free (a duplicate's core) keeps its
- *     memory.
+ *     their windows' pages, a lock word, a state segment and post slots
+ *     each, and only windows of the window arenas' sizes go there (larger
+ *     ones keep their own allocations, mapped by peers in pieces).  Rank 0
+ *     gives the range back once no rank maps it (a word in it counts
+ *     them): a rank whose window outlives the collective free (a
+ *     duplicate's core) keeps its memory.
  */
 
 #include "ompi_config.h"
@@ -138,12 +138,13 @@ fail:
 /* ------------------------------------------------------------------------- */
 /* MPI_Win_allocate on one node */
 
-/* The range's first line: how many processes map it (CPU atomics only). */
-#define NODE_HEAD 64
 /* A rank's memory, at most: the window arenas' largest window
  * (osc_ucxx_memory.c); the range, at most. */
 #define NODE_RANK_MAX ((uint64_t) 256 * 1024)
 #define NODE_MAX ((uint64_t) 64 << 20)
+/* Pages of states and post slots past which they take a mapping of their
+ * own (from 15 ranks on) */
+#define NODE_APART 4
 
 /* What each rank asks; rank 0's also carries the range it took. */
 typedef struct {
@@ -161,10 +162,6 @@ typedef struct {
 /* Rank 0's ranges that a peer still mapped when it freed its window. */
 static ompi_osc_ucxx_shseg_t *node_kept;
 
-static uint64_t *node_users(const ompi_osc_ucxx_shseg_t *seg)
-{
-    return (uint64_t *) seg->map;
-}
 
 static void seg_free(ompi_osc_ucxx_shseg_t *seg)
 {
@@ -180,7 +177,7 @@ static void node_reclaim(bool all)
 
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
     for (at = &node_kept; NULL != (seg = *at);) {
-        if (all || 0 == __atomic_load_n(node_users(seg), __ATOMIC_ACQUIRE)) {
+        if (all || 0 == __atomic_load_n(seg->users, __ATOMIC_ACQUIRE)) {
             *at = seg->next;
             seg->next = gone;
             gone = seg;
@@ -217,16 +214,20 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
     int n = ompi_comm_size(comm), me = ompi_comm_rank(comm), rc;
     uint64_t page = (uint64_t) opal_getpagesize(), stride = OPAL_ALIGN(state_size, 256, uint64_t);
     /* (post slots grow with the ranks squared: past OSC_UCXX.node_posts
-     * ranks, each rank's own, mapped by the peers that post; past a page,
-     * after the memory in a mapping of their own, see posts_len in
-     * osc_ucxx_share.h, else after the states: a mapping costs creation
-     * and free a system call each) */
+     * ranks, each rank's own, mapped by the peers that post) */
     uint64_t pstride = n <= OSC_UCXX.node_posts ? OPAL_ALIGN(posts_size, 64, uint64_t) : 0;
-    uint64_t posts = (uint64_t) n * pstride;
-    uint64_t posts_len = posts > page ? OPAL_ALIGN(posts, page, uint64_t) : 0;
-    uint64_t data0 = OPAL_ALIGN(NODE_HEAD + n * stride + (0 == posts_len ? posts : 0), page,
-                                uint64_t);
-    uint64_t total = data0 + posts_len;
+    uint64_t locks = (uint64_t) n * sizeof(ompi_osc_ucxx_word_t);
+    uint64_t users_at = n * stride + (uint64_t) n * pstride, apart = users_at + 64;
+    /* (the states on a stride of their own: none across a page) */
+    uint64_t locks_end = OPAL_ALIGN(locks, stride, uint64_t);
+    /* (the states and post slots after the memory, in a mapping of their
+     * own where they pass NODE_APART, see `apart` in osc_ucxx_share.h;
+     * below, after the lock words: a mapping costs creation and free a
+     * system call each, and its page at creation more than the first epoch
+     * saves) */
+    uint64_t apart_len = apart > NODE_APART * page ? OPAL_ALIGN(apart, page, uint64_t) : 0;
+    uint64_t data0 = OPAL_ALIGN(locks_end + (0 != apart_len ? 0 : apart), page, uint64_t);
+    uint64_t total = data0 + apart_len;
     uint64_t guess = total + (uint64_t) n * OPAL_ALIGN(size, page, uint64_t);
     node_ask_t *all = malloc(n * sizeof(*all));
     ompi_osc_ucxx_shseg_t *seg = calloc(1, sizeof(*seg));
@@ -292,20 +293,22 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
     }
     if (NULL != taken) {
         seg->map = taken;
+        seg->apart = seg->map + (0 != apart_len ? total - apart_len : locks_end);
+        seg->users = (uint64_t *) (seg->apart + users_at);
         seg->off = give.off;
-        __atomic_store_n(node_users(seg), 1, __ATOMIC_RELEASE);
+        /* (an add, as the peers': they may have mapped it already; a range
+         * taken reads zero, its pages new or punched out at its give) */
+        __atomic_add_fetch(seg->users, 1, __ATOMIC_ACQ_REL);
     } else if (OMPI_SUCCESS == rc && OSC_UCXX_SEG_NONE != give.off) {
-        /* (the post slots in a mapping of their own: see posts_len) */
         ompi_osc_ucxx_seg_range_t r[2] = {
-            {.off = give.off, .len = (size_t) (total - posts_len)},
-            {.off = give.off + total - posts_len, .len = (size_t) posts_len}};
-        if (ompi_osc_ucxx_seg_attach(&give.id, true, r, 0 != posts_len ? 2 : 1)) {
+            {.off = give.off, .len = (size_t) (total - apart_len)},
+            {.off = give.off + total - apart_len, .len = (size_t) apart_len}};
+        if (ompi_osc_ucxx_seg_attach(&give.id, true, r, 0 != apart_len ? 2 : 1)) {
             seg->map = r[0].addr;
-            if (0 != posts_len) {
-                seg->posts_map = r[1].addr;
-                seg->posts_len = (size_t) posts_len;
-            }
-            __atomic_add_fetch(node_users(seg), 1, __ATOMIC_ACQ_REL);
+            seg->apart = 0 != apart_len ? r[1].addr : seg->map + locks_end;
+            seg->apart_len = (size_t) apart_len;
+            seg->users = (uint64_t *) (seg->apart + users_at);
+            __atomic_add_fetch(seg->users, 1, __ATOMIC_ACQ_REL);
         }
     }
     /* (rank 0's mapping is the range it took, which may be longer) */
@@ -317,12 +320,10 @@ int ompi_osc_ucxx_share_node(ompi_communicator_t *comm, size_t size, size_t stat
                          *refused ? " mapped here: every rank takes its own memory" : "");
         goto out;
     }
+    seg->locks = (ompi_osc_ucxx_word_t *) seg->map;
     seg->state_stride = (size_t) stride;
-    seg->state_at = NODE_HEAD;
     seg->posts_stride = (size_t) pstride;
-    if (NULL == seg->posts_map) {
-        seg->posts_map = seg->map + (0 != posts_len ? total - posts_len : NODE_HEAD + n * stride);
-    }
+    seg->posts = seg->apart + n * stride;
     seg->offsets[0] = data0;
     for (int i = 0; i < n; ++i) {
         seg->sizes[i] = all[i].size;
@@ -340,7 +341,7 @@ void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg)
 {
     if (NULL == seg) return;
     if (seg->node && NULL != seg->map) {
-        uint64_t left = __atomic_sub_fetch(node_users(seg), 1, __ATOMIC_ACQ_REL);
+        uint64_t left = __atomic_sub_fetch(seg->users, 1, __ATOMIC_ACQ_REL);
         if (OSC_UCXX_SEG_NONE != seg->off) {   /* rank 0's: ours */
             if (0 != left) {
                 OSC_UCXX_LOCK(&OSC_UCXX.lock);
@@ -353,7 +354,7 @@ void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg)
             seg->map = NULL;
         }
     }
-    if (NULL != seg->map) munmap(seg->map, seg->len - seg->posts_len);
-    if (0 != seg->posts_len) munmap(seg->posts_map, seg->posts_len);
+    if (NULL != seg->map) munmap(seg->map, seg->len - seg->apart_len);
+    if (0 != seg->apart_len) munmap(seg->apart, seg->apart_len);
     seg_free(seg);
 }

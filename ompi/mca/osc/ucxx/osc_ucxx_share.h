@@ -20,19 +20,22 @@ struct ompi_osc_ucxx_shseg_t {
     size_t len;
     uint64_t *offsets;       /* rank r's segment: [offsets[r], offsets[r] + sizes[r]) */
     uint64_t *sizes;
-    /* MPI_Win_allocate's (share_node): the ranks' state segments too, and
-     * the range of rank 0's file that holds it all */
-    size_t state_stride;     /* rank r's state at map + state_at + r * state_stride; 0: none */
-    uint64_t state_at;
-    size_t posts_stride;     /* rank r's PSCW post slots at posts_map + r * posts_stride;
+    /* MPI_Win_allocate's (share_node): the ranks' lock words, state
+     * segments and post slots too.  The lock words lead the range, a cache
+     * line each, before the memory: the only words of a peer that a
+     * lock_all epoch touches, so that its read faults (fault-around,
+     * ompi_osc_ucxx_shseg_touch) map one page of them, not a page of
+     * states per four peers.  The states and post slots follow the memory,
+     * in a mapping of their own where they pass a few pages (`apart_len`):
+     * the kernel's fault-around stops at a mapping's end. */
+    ompi_osc_ucxx_word_t *locks;  /* rank r's lock word: locks[r]; NULL: in its state */
+    char *apart;             /* the states, then the post slots, then `users` */
+    size_t apart_len;        /* `apart`'s own mapping's length (0: inside `map`) */
+    size_t state_stride;     /* rank r's state at apart + r * state_stride; 0: none */
+    size_t posts_stride;     /* rank r's PSCW post slots at posts + r * posts_stride;
                               * 0: none (each rank's own) */
-    char *posts_map;
-    size_t posts_len;        /* their own mapping's length (0: inside `map`: rank 0's,
-                              * and where they fit in a page).  Apart, because the
-                              * kernel's fault-around stops at a mapping's end: a
-                              * lock_all epoch's read faults (ompi_osc_ucxx_shseg_touch)
-                              * map no post slots, which grow with the ranks squared
-                              * and only PSCW touches. */
+    char *posts;
+    uint64_t *users;         /* how many processes map the range (CPU atomics only) */
     bool node;               /* made by share_node */
     uint64_t off;            /* rank 0: where in its file; others OSC_UCXX_SEG_NONE */
     struct ompi_osc_ucxx_shseg_t *next;   /* rank 0: given back when no rank maps it */
@@ -45,9 +48,9 @@ int ompi_osc_ucxx_share_segment(struct ompi_communicator_t *comm, size_t size, b
 void ompi_osc_ucxx_share_segment_free(ompi_osc_ucxx_shseg_t *seg);
 /* MPI_Win_allocate over ranks all on this node: rank 0 takes one range of
  * its shared memory (osc_ucxx_seg.c) for every rank's `size` bytes,
- * `state_size` bytes of state and `posts_size` of PSCW post slots, every
- * rank maps it with one open (one mapping; post slots past a page in a
- * second).
+ * `state_size` bytes of state and `posts_size` of PSCW post slots, and a
+ * lock word each; every rank maps it with one open (the states and post
+ * slots in a second mapping where they pass a few pages: see `apart`).
  * Collective over `comm`; *seg NULL (and OMPI_SUCCESS) where it is not
  * made (some rank not `mappable` or of another user, a rank's memory
  * larger than the window arenas'): each rank then allocates its own, as
@@ -62,27 +65,27 @@ void ompi_osc_ucxx_share_fini(void);
 
 static inline void *ompi_osc_ucxx_shseg_state(const ompi_osc_ucxx_shseg_t *seg, int rank)
 {
-    return seg->map + seg->state_at + (size_t) rank * seg->state_stride;
+    return seg->apart + (size_t) rank * seg->state_stride;
 }
 
 /* A first access to `rank`'s part of the segment, at byte `at` of its
  * window (UINT64_MAX: not known): read before it writes.  A write fault
  * maps its own page alone; a read fault also maps the neighbouring pages
  * of the file already in memory (the kernel's fault-around: other ranks'
- * state segments and windows, writable in a shared mapping), so a lock_all
+ * windows, writable in a shared mapping), so a lock_all
  * epoch to every rank takes a fault per fault-around window instead of one
  * per page touched. */
 static inline void ompi_osc_ucxx_shseg_touch(const ompi_osc_ucxx_shseg_t *seg, int rank,
                                              uint64_t at)
 {
-    (void) *(volatile const char *) ompi_osc_ucxx_shseg_state(seg, rank);
+    (void) seg->locks[rank].value;   /* (its page is ours since creation: no fault) */
     if (at < seg->sizes[rank]) (void) *(volatile const char *) (seg->map + seg->offsets[rank] + at);
 }
 
 static inline volatile uint64_t *ompi_osc_ucxx_shseg_posts(const ompi_osc_ucxx_shseg_t *seg,
                                                            int rank)
 {
-    return (volatile uint64_t *) (seg->posts_map + (size_t) rank * seg->posts_stride);
+    return (volatile uint64_t *) (seg->posts + (size_t) rank * seg->posts_stride);
 }
 
 END_C_DECLS

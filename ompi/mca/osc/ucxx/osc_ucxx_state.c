@@ -117,6 +117,15 @@ static int ucx_amo(ompi_osc_ucxx_module_t *module, int target, size_t offset,
     return rc;
 }
 
+/* Word `offset` of `target`'s state segment `state`, mapped here (the lock
+ * word where the node keeps it: ompi_osc_ucxx_lock_word). */
+static volatile uint64_t *cpu_word(ompi_osc_ucxx_module_t *module, int target, char *state,
+                                   size_t offset)
+{
+    return OSC_UCXX_STATE(lock) == offset ? ompi_osc_ucxx_lock_word(module, target, state)
+                                          : (volatile uint64_t *) (state + offset);
+}
+
 /* The policy's kind for every target alike: with CPU state words every
  * process maps every other's segment (the agreement checked it). */
 static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_atomic_op_t op,
@@ -126,7 +135,7 @@ static int amo(ompi_osc_ucxx_module_t *module, int target, size_t offset, ucp_at
         char *state = (char *) ompi_osc_ucxx_direct_state(module, target);
         uint64_t reply;
         if (OPAL_UNLIKELY(NULL == state)) return OSC_UCXX_ERR_UNMAPPED;
-        reply = cpu_amo((volatile uint64_t *) (state + offset), op, value, compare);
+        reply = cpu_amo(cpu_word(module, target, state, offset), op, value, compare);
         ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, offset, OSC_UCXX_AUDIT_CPU);
         if (NULL != result) *result = reply;
         return OMPI_SUCCESS;
@@ -165,7 +174,7 @@ static int word_read(ompi_osc_ucxx_module_t *module, int target, size_t offset, 
 {
     char *state = (char *) ompi_osc_ucxx_direct_state(module, target);
     if (NULL != state) {
-        *value = __atomic_load_n((volatile uint64_t *) (state + offset), __ATOMIC_ACQUIRE);
+        *value = __atomic_load_n(cpu_word(module, target, state, offset), __ATOMIC_ACQUIRE);
         return OMPI_SUCCESS;
     }
     return ucx_read(module, target, offset, value);
@@ -287,7 +296,7 @@ static volatile uint64_t *tm_word(ompi_osc_ucxx_module_t *module, int target)
     ompi_osc_ucxx_state_t *state = ompi_osc_ucxx_direct_state(module, target);
     ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
                         OSC_UCXX_AUDIT_CPU);
-    return NULL == state ? NULL : &state->lock.value;
+    return NULL == state ? NULL : ompi_osc_ucxx_lock_word(module, target, (char *) state);
 }
 
 bool ompi_osc_ucxx_state_tm_take(ompi_osc_ucxx_module_t *module, int target, int type,

@@ -22,6 +22,15 @@ static inline char *ompi_osc_ucxx_cpu_state(ompi_osc_ucxx_module_t *module, int 
     return module->state_cpu ? (char *) ompi_osc_ucxx_direct_state(module, target) : NULL;
 }
 
+/* `target`'s lock word, where `state` (from ompi_osc_ucxx_cpu_state) is
+ * its state segment mapped here: in it, or in the node's lock words. */
+static inline volatile uint64_t *ompi_osc_ucxx_lock_word(const ompi_osc_ucxx_module_t *module,
+                                                         int target, char *state)
+{
+    if (NULL != module->lock_words) return &module->lock_words[target].value;
+    return (volatile uint64_t *) (state + OSC_UCXX_STATE(lock));
+}
+
 /* Passive-target lock word of `target` (type MPI_LOCK_SHARED/EXCLUSIVE):
  * the protocol and the waits (osc_ucxx_state.c); where the target manages
  * its lock (module->lock_kind), through the lock layer's functions. */
@@ -57,7 +66,7 @@ static inline int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int t
 {
     char *state = ompi_osc_ucxx_cpu_state(module, target);
     if (OPAL_LIKELY(NULL != state)) {
-        volatile uint64_t *word = (volatile uint64_t *) (state + OSC_UCXX_STATE(lock));
+        volatile uint64_t *word = ompi_osc_ucxx_lock_word(module, target, state);
         uint64_t expected = 0;
         ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
                             OSC_UCXX_AUDIT_CPU);
@@ -76,11 +85,11 @@ static inline int ompi_osc_ucxx_state_lock(ompi_osc_ucxx_module_t *module, int t
 }
 
 /* The release where `state` (from ompi_osc_ucxx_cpu_state) is mapped;
- * _word: the atomic alone, for callers that found the audit off. */
-static inline void ompi_osc_ucxx_state_cpu_unlock_word(char *state, int type)
+ * _word: the atomic alone on the lock word, for callers that found the
+ * audit off. */
+static inline void ompi_osc_ucxx_state_cpu_unlock_word(volatile uint64_t *word, int type)
 {
-    (void) __atomic_fetch_sub((volatile uint64_t *) (state + OSC_UCXX_STATE(lock)),
-                              MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_LOCK_EXCL : 1,
+    (void) __atomic_fetch_sub(word, MPI_LOCK_EXCLUSIVE == type ? OSC_UCXX_LOCK_EXCL : 1,
                               __ATOMIC_ACQ_REL);
 }
 
@@ -89,7 +98,7 @@ static inline void ompi_osc_ucxx_state_cpu_unlock(ompi_osc_ucxx_module_t *module
 {
     ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
                         OSC_UCXX_AUDIT_CPU);
-    ompi_osc_ucxx_state_cpu_unlock_word(state, type);
+    ompi_osc_ucxx_state_cpu_unlock_word(ompi_osc_ucxx_lock_word(module, target, state), type);
 }
 
 static inline int ompi_osc_ucxx_state_unlock(ompi_osc_ucxx_module_t *module, int target, int type)
@@ -112,11 +121,9 @@ static inline bool ompi_osc_ucxx_state_unlock_by_cpu(ompi_osc_ucxx_module_t *mod
  * ompi_osc_ucxx_cpu_state: its lock word changes by CPU atomics), if no
  * writer holds or claims it now: one atomic, undone if one does.  Inline:
  * every lock_all that opens its targets again takes it.  _word: the
- * atomics alone, for callers that found the audit off. */
-static inline bool ompi_osc_ucxx_state_try_shared_word(char *state)
+ * atomics alone on the lock word, for callers that found the audit off. */
+static inline bool ompi_osc_ucxx_state_try_shared_word(volatile uint64_t *word)
 {
-    volatile uint64_t *word = (volatile uint64_t *) (state + OSC_UCXX_STATE(lock));
-
     if (OPAL_LIKELY(0 == (__atomic_fetch_add(word, 1, __ATOMIC_ACQ_REL) >> 32))) {
         return true;
     }
@@ -129,7 +136,7 @@ static inline bool ompi_osc_ucxx_state_try_shared(ompi_osc_ucxx_module_t *module
 {
     ompi_osc_ucxx_audit(module, target, OSC_UCXX_AUDIT_STATE, OSC_UCXX_STATE(lock),
                         OSC_UCXX_AUDIT_CPU);
-    return ompi_osc_ucxx_state_try_shared_word(state);
+    return ompi_osc_ucxx_state_try_shared_word(ompi_osc_ucxx_lock_word(module, target, state));
 }
 
 /* Accumulate exclusion on a state segment mapped here (ours or a peer's),

@@ -586,6 +586,7 @@ static int node_memory(ompi_osc_ucxx_module_t *module, void **base)
     if (module->len > 0) module->base = module->shseg->map + module->shseg->offsets[module->rank];
     module->state = ompi_osc_ucxx_shseg_state(module->shseg, module->rank);
     memset(module->state, 0, module->state_size);
+    module->shseg->locks[module->rank].value = 0;
     *base = module->base;
     return OMPI_SUCCESS;
 }
@@ -810,6 +811,7 @@ int ompi_osc_ucxx_window_create(struct ompi_win_t *win, void **base, size_t size
      * exchange's last step (from what every process gave). */
     if (OMPI_SUCCESS == rc) rc = ompi_osc_ucxx_policy_agree(module);
     if (OMPI_SUCCESS != rc) goto fail_registered;
+    if (module->state_cpu && NULL != module->shseg) module->lock_words = module->shseg->locks;
 
     view = ompi_osc_ucxx_view_new(module, true);
     if (NULL == view) {

@@ -82,7 +82,12 @@ struct ompi_osc_ucxx_module_t {
         uint32_t serial;
         uint64_t off;
     } posts;
-    ompi_osc_ucxx_shseg_t *shseg;   /* MPI_Win_allocate_shared: the group's segment */
+    ompi_osc_ucxx_shseg_t *shseg;   /* MPI_Win_allocate_shared: the group's segment;
+                                     * MPI_Win_allocate on one node: the node's */
+    /* The lock words where the node's segment holds them apart from the
+     * states (shseg->locks) and CPU atomics change them; else NULL: each in
+     * its state segment (ompi_osc_ucxx_lock_word) */
+    ompi_osc_ucxx_word_t *lock_words;
 
     /* Peers (osc_ucxx_target.h): what we keep per peer, and the links each
      * worker made to them.  setup_lock serializes the lazy setup. */
