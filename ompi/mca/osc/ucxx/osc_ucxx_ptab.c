@@ -238,12 +238,15 @@ static ompi_osc_ucxx_pmap_t *map_held(ompi_osc_ucxx_pent_t *e, uint64_t lo, uint
 }
 
 /* Each request's range in a mapping held, or in one made now: those made,
- * all at once (one open of the peer's file). */
+ * all at once (one open of the peer's file).  Requests in the same or
+ * neighbouring pages share one (a dynamic window's state and region table
+ * lie in one page of a state arena: one mmap, where two mappings of the
+ * page would also count it twice in the process's RSS). */
 bool ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_pmap_req_t *req, int n)
 {
     ompi_osc_ucxx_seg_range_t r[OSC_UCXX_PTAB_MAP_MAX];
     ompi_osc_ucxx_pmap_t *made[OSC_UCXX_PTAB_MAP_MAX] = {NULL};
-    int at[OSC_UCXX_PTAB_MAP_MAX], nr = 0, i;
+    int of[OSC_UCXX_PTAB_MAP_MAX], nr = 0, i, k;   /* of[i]: request i's range in r, or -1 */
     ompi_osc_ucxx_segid_t id;
     bool check;
 
@@ -256,38 +259,48 @@ bool ompi_osc_ucxx_ptab_map(ompi_osc_ucxx_pent_t *e, ompi_osc_ucxx_pmap_req_t *r
     for (i = 0; i < n; ++i) {
         uint64_t lo = req[i].off / req[i].unit * req[i].unit;
         uint64_t hi = (req[i].off + req[i].len + req[i].unit - 1) / req[i].unit * req[i].unit;
-        req[i].map = map_held(e, lo, hi);
-        if (NULL == req[i].map) {
-            r[nr].off = lo;
-            r[nr].len = (size_t) (hi - lo);
-            at[nr++] = i;
+        of[i] = -1;
+        if (NULL != (req[i].map = map_held(e, lo, hi))) continue;
+        for (k = 0; k < nr && (lo > r[k].off + r[k].len || hi < r[k].off); ++k) {
         }
+        if (k == nr) {
+            r[nr].off = lo;
+            r[nr++].len = (size_t) (hi - lo);
+        } else {
+            uint64_t end = r[k].off + r[k].len > hi ? r[k].off + r[k].len : hi;
+            r[k].off = r[k].off < lo ? r[k].off : lo;
+            r[k].len = (size_t) (end - r[k].off);
+        }
+        of[i] = k;
     }
     touch(e);
     check = !e->checked;
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
-    for (i = 0; i < nr && NULL != (made[i] = calloc(1, sizeof(*made[i]))); ++i) {
+    for (k = 0; k < nr && NULL != (made[k] = calloc(1, sizeof(*made[k]))); ++k) {
     }
-    if (nr > 0 && (i < nr || !ompi_osc_ucxx_seg_attach(&id, check, r, nr))) {
-        for (i = 0; i < nr; ++i) free(made[i]);
+    if (nr > 0 && (k < nr || !ompi_osc_ucxx_seg_attach(&id, check, r, nr))) {
+        for (k = 0; k < nr; ++k) free(made[k]);
         for (i = 0; i < n; ++i) ompi_osc_ucxx_ptab_unmap(req[i].map);
         for (i = 0; i < n; ++i) req[i].map = NULL;
         return false;
     }
     OSC_UCXX_LOCK(&OSC_UCXX.lock);
-    for (i = 0; i < nr; ++i) {
-        ompi_osc_ucxx_pmap_t *m = made[i];
+    for (k = 0; k < nr; ++k) {
+        ompi_osc_ucxx_pmap_t *m = made[k];
         m->ent = e;
-        m->off = r[i].off;
-        m->len = r[i].len;
-        m->addr = r[i].addr;
-        m->refs = 1;
+        m->off = r[k].off;
+        m->len = r[k].len;
+        m->addr = r[k].addr;
         m->next = e->maps;
         e->maps = m;
-        req[at[i]].map = m;
-        req[at[i]].made = true;
         OSC_UCXX_VERBOSE(20, "peer pid %d: [%#" PRIx64 ", %#" PRIx64 ") of its memory mapped "
                          "at %p", (int) id.pid, m->off, m->off + m->len, (void *) m->addr);
+    }
+    for (i = 0; i < n; ++i) {
+        if (of[i] < 0) continue;
+        req[i].map = made[of[i]];
+        req[i].map->refs++;   /* (one per request: each gives it back) */
+        req[i].made = true;
     }
     if (nr > 0) e->checked = true;
     OSC_UCXX_UNLOCK(&OSC_UCXX.lock);
