@@ -101,11 +101,13 @@ static void region_at(const void *array, size_t stride, int i, uint64_t *base, u
 }
 
 /* Index of a region of `array` (count regions, sorted by base, none longer
- * than max_len) containing [lo, hi), or -1. */
+ * than max_len) containing [lo, hi), or -1.  (A range that wraps past the
+ * top of the address space, hi < lo, is in none: its end would pass every
+ * test below.) */
 static int regions_find(const void *array, int count, size_t stride, uint64_t max_len,
                         uint64_t lo, uint64_t hi)
 {
-    int last = last_base_at_or_below(array, count, stride, lo);
+    int last = hi < lo ? -1 : last_base_at_or_below(array, count, stride, lo);
 
     /* that region, or an earlier one where regions overlap */
     for (int i = last; i >= 0; --i) {
@@ -117,23 +119,23 @@ static int regions_find(const void *array, int count, size_t stride, uint64_t ma
     return -1;
 }
 
-/* How far regions attached back to back or overlapping cover [lo, hi) from
- * lo: the end of the covered run (>= hi: all of it; lo: nothing).  Regions
- * are sorted by base, so the run ends at the first region that starts past
- * it; none starting more than the longest region's length before lo can
- * reach lo. */
-static uint64_t regions_covered_to(const void *array, int count, size_t stride,
-                                   uint64_t max_len, uint64_t lo, uint64_t hi)
+/* Do regions attached back to back or overlapping cover [lo, hi) (a range
+ * that wraps: no)?  Regions are sorted by base, so the covered run from lo
+ * ends at the first region that starts past it; none starting more than
+ * the longest region's length before lo can reach lo. */
+static bool regions_cover(const void *array, int count, size_t stride, uint64_t max_len,
+                          uint64_t lo, uint64_t hi)
 {
     uint64_t reach = lo, base, end;
     int i = last_base_at_or_below(array, count, stride, lo > max_len ? lo - max_len : 0);
 
+    if (hi < lo) return false;
     for (i = i < 0 ? 0 : i; i < count && reach < hi; ++i) {
         region_at(array, stride, i, &base, &end);
         if (base > reach) break;
         if (end > reach) reach = end;
     }
-    return reach;
+    return reach >= hi;
 }
 
 int ompi_osc_ucxx_regions_lookup(const void *array, int count, size_t stride, uint64_t max_len,
@@ -141,7 +143,7 @@ int ompi_osc_ucxx_regions_lookup(const void *array, int count, size_t stride, ui
 {
     int i = regions_find(array, count, stride, max_len, lo, hi);
     if (i >= 0) return i;
-    return regions_covered_to(array, count, stride, max_len, lo, hi) >= hi ? -2 : -1;
+    return regions_cover(array, count, stride, max_len, lo, hi) ? -2 : -1;
 }
 
 /* The same on our own regions.  Caller holds dyn_lock. */
@@ -151,17 +153,17 @@ static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
                         module->dyn_max_len, lo, hi);
 }
 
-static uint64_t covered_to(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+static bool covered(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
 {
-    return regions_covered_to(module->regions, module->nregions, sizeof(module->regions[0]),
-                              module->dyn_max_len, lo, hi);
+    return regions_cover(module->regions, module->nregions, sizeof(module->regions[0]),
+                         module->dyn_max_len, lo, hi);
 }
 
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
 {
     bool found;
     OSC_UCXX_LOCK(&module->dyn_lock);
-    found = covered_to(module, lo, hi) >= hi;
+    found = covered(module, lo, hi);
     OSC_UCXX_UNLOCK(&module->dyn_lock);
     return found;
 }
@@ -307,7 +309,7 @@ static int region_req_handler(ompi_osc_ucxx_module_t *module, int from, void *bu
     OSC_UCXX_LOCK(&module->dyn_lock);
     reply->gen = ompi_osc_ucxx_state_gen_local(module);
     i = region_find(module, req->lo, req->hi);
-    if (i < 0 && covered_to(module, req->lo, req->hi) >= req->hi) {
+    if (i < 0 && covered(module, req->lo, req->hi)) {
         i = region_find(module, req->lo, req->lo + 1);
         reply->spans = 1;
     }
@@ -457,7 +459,7 @@ static dynentry_t *cache_add(ompi_osc_ucxx_dyncache_t *cache, const dynentry_t *
     return &cache->entries[pos];
 }
 
-/* Do cached regions attached back to back cover [lo, hi)?  (As covered_to,
+/* Do cached regions attached back to back cover [lo, hi)?  (As covered,
  * on the cache.) */
 static bool cache_covers(ompi_osc_ucxx_dyncache_t *cache, uint64_t lo, uint64_t hi)
 {
@@ -763,7 +765,7 @@ int ompi_osc_ucxx_dyn_resolve_self(ompi_osc_ucxx_module_t *module,
         OSC_UCXX_LOCK(&module->dyn_lock);
         i = region_find(module, lo, hi);
         if (i < 0) {
-            path->split = covered_to(module, lo, hi) >= hi;
+            path->split = covered(module, lo, hi);
             rc = path->split ? OMPI_SUCCESS : OMPI_ERR_RMA_RANGE;
         } else {
             fresh.base = module->regions[i].base;
