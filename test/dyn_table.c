@@ -22,8 +22,13 @@
  *     inside where it was: accesses inside the short one work, accesses
  *     that reach past its end or start before it fail with
  *     MPI_ERR_RMA_RANGE and leave the target's bytes as they were.
- *  5. MPI_Win_detach of an address never attached: MPI_ERR_BASE through
- *     the window's handler, and the window still works.
+ *  5. MPI_Win_detach of an address never attached, or detached already:
+ *     MPI_ERR_BASE through the window's handler, and the window still
+ *     works.  An attachment of no bytes: MPI_SUCCESS, an access there
+ *     fails with MPI_ERR_RMA_RANGE, and MPI_Win_detach of its base (as MPI
+ *     says: the base of a previous attach) succeeds, once.  (52693d1 kept
+ *     no record of it: that detach failed with MPI_ERR_BASE, which under
+ *     the default error handler ends the job.)
  *  6. Concurrently: each rank attaches a stable region last in its block's
  *     address order and SCR scratch regions before it, then, under
  *     lock_all, ITERS ("-i N") times attaches or detaches one scratch
@@ -40,9 +45,18 @@
  *     unlock), no crash, and the region is unchanged.  (52693d1: a
  *     process's own access wrote to 0xff..f8 and died of SIGSEGV: the
  *     region checks took the range's end, below its start, for covered.)
+ *  8. The kernel refuses cross-memory attach after all: every rank makes
+ *     itself undumpable (prctl), which as an unprivileged user (no
+ *     CAP_SYS_PTRACE) makes the peers' process_vm_writev/readv fail with
+ *     EPERM after their first accesses found the region in the table
+ *     (osc_ucxx_comm.c's cma_refused: the region asked for, then UCX).
+ *     Put, get, accumulate, get_accumulate, fetch_and_op and
+ *     compare_and_swap on a region of the next rank work (checked at both
+ *     sides).  (As root they stay by cross-memory attach.)
  * Every access is inside one region (dyn_adjacent tests the spans). */
 #include "testutil.h"
 #include <stdint.h>
+#include <sys/prctl.h>
 
 #define SLOT 64                    /* int64 per slot */
 #define NSLOT 160
@@ -271,6 +285,24 @@ static void step_bad_detach(void)
     cls = tu_err_class(MPI_Win_detach(win, my_slot(2 * KEEP + 2)));   /* detached in step 2 */
     TU_CHECK(MPI_ERR_BASE == cls, "detach of detached memory: %s, expected MPI_ERR_BASE",
              tu_err_class_name(cls));
+    /* attachments of no bytes: slot 20 (detached in step 2), a stack array */
+    int64_t x = 5, empty[2];
+    TU_MPI(MPI_Win_attach(win, my_slot(20), 0));
+    TU_MPI(MPI_Win_attach(win, empty, 0));
+    MPI_Barrier(MPI_COMM_WORLD);
+    RANGE(MPI_Put(&x, 1, MPI_INT64_T, next, slot_addr(20), 1, MPI_INT64_T, win),
+          "put to an attachment of no bytes");
+    MPI_Barrier(MPI_COMM_WORLD);
+    cls = tu_err_class(MPI_Win_detach(win, my_slot(20)));
+    TU_CHECK(MPI_SUCCESS == cls, "detach of an attachment of no bytes: %s",
+             tu_err_class_name(cls));
+    cls = tu_err_class(MPI_Win_detach(win, my_slot(20)));
+    TU_CHECK(MPI_ERR_BASE == cls, "second detach of an attachment of no bytes: %s, expected "
+             "MPI_ERR_BASE", tu_err_class_name(cls));
+    cls = tu_err_class(MPI_Win_detach(win, empty));
+    TU_CHECK(MPI_SUCCESS == cls, "detach of an attachment of no bytes on the stack: %s",
+             tu_err_class_name(cls));
+    TU_CHECK(SENT == my_slot(20)[0], "slot 20 changed: %lld", (long long) my_slot(20)[0]);
     MPI_Barrier(MPI_COMM_WORLD);
     TU_MPI(MPI_Win_lock_all(0, win));
     put_get(0, 5);
@@ -362,6 +394,61 @@ static void step_wrap(void)
     TU_MPI(MPI_Win_detach(win, my_slot(0)));
 }
 
+static void step_refuse(void)
+{
+    int64_t buf[SLOT], res[SLOT], one = 1, old = -1, cmp, swp = 99;
+    int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+
+    fill_slot(0, SENT);
+    TU_MPI(MPI_Win_attach(win, my_slot(0), SLOT * 8));
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* a first access: the region found in the table, by cross-memory attach */
+    TU_MPI(MPI_Win_lock_all(0, win));
+    put_get(0, 8);
+    TU_MPI(MPI_Win_unlock_all(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    check_put(0, 8);
+    TU_CHECK(0 == prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE, 0)");
+    MPI_Barrier(MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_lock_all(0, win));
+    put_get(0, 9);
+    for (int j = 0; j < SLOT; ++j) buf[j] = j;
+    TU_MPI(MPI_Accumulate(buf, SLOT, MPI_INT64_T, next, slot_addr(0), SLOT, MPI_INT64_T,
+                          MPI_SUM, win));
+    TU_MPI(MPI_Win_flush(next, win));
+    TU_MPI(MPI_Get_accumulate(&one, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, next,
+                              slot_addr(0) + 8, 1, MPI_INT64_T, MPI_SUM, win));
+    TU_MPI(MPI_Win_flush(next, win));
+    TU_CHECK(old == val(rank, 0, 9, 1) + 1, "undumpable: get_accumulate fetched %lld",
+             (long long) old);
+    TU_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, next, slot_addr(0) + 16, MPI_SUM, win));
+    TU_MPI(MPI_Win_flush(next, win));
+    TU_CHECK(old == val(rank, 0, 9, 2) + 2, "undumpable: fetch_and_op fetched %lld",
+             (long long) old);
+    cmp = val(rank, 0, 9, 3) + 3;
+    TU_MPI(MPI_Compare_and_swap(&swp, &cmp, &old, MPI_INT64_T, next, slot_addr(0) + 24, win));
+    TU_MPI(MPI_Win_flush(next, win));
+    TU_CHECK(old == cmp, "undumpable: compare_and_swap found %lld, expected %lld",
+             (long long) old, (long long) cmp);
+    TU_MPI(MPI_Get(res, SLOT, MPI_INT64_T, next, slot_addr(0), SLOT, MPI_INT64_T, win));
+    TU_MPI(MPI_Win_unlock_all(win));
+    for (int j = 4; j < SLOT; ++j) {
+        TU_CHECK(res[j] == val(rank, 0, 9, j) + j, "undumpable: got [%d] = %lld", j,
+                 (long long) res[j]);
+        if (res[j] != val(rank, 0, 9, j) + j) break;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int j = 0; j < SLOT; ++j) {
+        int64_t want = val(prev, 0, 9, j) + j + (1 == j || 2 == j ? 1 : 0);
+        if (3 == j) want = 99;
+        TU_CHECK(my_slot(0)[j] == want, "undumpable: my [%d] = %lld, expected %lld", j,
+                 (long long) my_slot(0)[j], (long long) want);
+        if (my_slot(0)[j] != want) break;
+    }
+    (void) prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+    TU_MPI(MPI_Win_detach(win, my_slot(0)));
+}
+
 int main(int argc, char **argv)
 {
     tu_parse_args(argc, argv);
@@ -390,6 +477,7 @@ int main(int argc, char **argv)
     }
     step_race(iters);
     step_wrap();
+    step_refuse();
     TU_MPI(MPI_Win_free(&win));
     free(block);
     int rc = tu_finish("dyn_table");
