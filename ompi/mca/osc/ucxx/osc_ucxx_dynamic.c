@@ -174,6 +174,43 @@ static void region_release(ompi_osc_ucxx_region_t *region)
     ucp_mem_unmap(OSC_UCXX.context, region->memh);
 }
 
+/* An attachment of no bytes: no region (nothing to reach, nothing to
+ * register), only its base, for the MPI_Win_detach that names it. */
+static int empty_attach(ompi_osc_ucxx_module_t *module, uint64_t base)
+{
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&module->dyn_lock);
+    if (module->nempties == module->empties_cap) {
+        int cap = module->empties_cap ? 2 * module->empties_cap : 4;
+        void *tmp = realloc(module->empties, cap * sizeof(*module->empties));
+        if (NULL != tmp) {
+            module->empties = tmp;
+            module->empties_cap = cap;
+        }
+    }
+    if (module->nempties < module->empties_cap) {
+        module->empties[module->nempties++] = base;
+    } else {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    OSC_UCXX_UNLOCK(&module->dyn_lock);
+    return rc;
+}
+
+/* Was there an attachment of no bytes at `base` (now gone)?  Caller holds
+ * dyn_lock. */
+static bool empty_detach(ompi_osc_ucxx_module_t *module, uint64_t base)
+{
+    for (int i = module->nempties - 1; i >= 0; --i) {
+        if (module->empties[i] == base) {
+            module->empties[i] = module->empties[--module->nempties];
+            return true;
+        }
+    }
+    return false;
+}
+
 int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
 {
     ompi_osc_ucxx_module_t *module = OSC_UCXX_MODULE(win);
@@ -185,7 +222,7 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
         return OMPI_ERR_RMA_FLAVOR;
     }
     if (0 == len) {
-        return OMPI_SUCCESS;
+        return empty_attach(module, region.base);
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
@@ -237,12 +274,13 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base)
         return OMPI_ERR_RMA_FLAVOR;
     }
     OSC_UCXX_LOCK(&module->dyn_lock);
-    /* the most recent attachment at that address */
+    /* the most recent attachment of bytes at that address, else one of none */
     for (i = module->nregions - 1; i >= 0 && module->regions[i].base != addr; --i) {
     }
     if (i < 0) {
+        bool empty = empty_detach(module, addr);
         OSC_UCXX_UNLOCK(&module->dyn_lock);
-        return MPI_ERR_BASE;
+        return empty ? OMPI_SUCCESS : MPI_ERR_BASE;
     }
     region = module->regions[i];
     memmove(&module->regions[i], &module->regions[i + 1],
@@ -267,6 +305,9 @@ void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module)
     free(module->regions);
     module->regions = NULL;
     module->nregions = 0;
+    free(module->empties);
+    module->empties = NULL;
+    module->nempties = module->empties_cap = 0;
 }
 
 /* ------------------------------------------------------------------------- */
