@@ -3,7 +3,10 @@
  * the node find a target's regions in a table of at most 62 entries that
  * the target rewrites in every attach and detach; more regions than that
  * send them to the asking path, and fewer must bring the table back.
- * Window error handler MPI_ERRORS_RETURN; every rank targets the next one.
+ * Window error handler MPI_ERRORS_RETURN; every rank targets the next one
+ * on its node where it shares the node (so that across hosts the table is
+ * read too, in a window whose ranks do not share one node), else the next
+ * one.
  * Each rank's block holds NSLOT slots of SLOT int64, every other one a gap
  * that nothing attaches before step 3 (so no two regions touch).
  *  1. NREG ("-n N", default 70: more than the table holds) regions, the
@@ -53,7 +56,10 @@
  *     Put, get, accumulate, get_accumulate, fetch_and_op and
  *     compare_and_swap on a region of the next rank work (checked at both
  *     sides).  (As root they stay by cross-memory attach.)
- * Every access is inside one region (dyn_adjacent tests the spans). */
+ * Every access is inside one region (dyn_adjacent tests the spans).
+ * --single-intrinsic: the window has acc_single_intrinsic=true (single
+ * elements take the one atomic kind the window agreed on: across hosts UCX
+ * atomics, a table peer's asked for its region's rkey). */
 #include "testutil.h"
 #include <stdint.h>
 #include <sys/prctl.h>
@@ -276,10 +282,31 @@ static void step_long(void)
     free(big);
 }
 
+static int handled, handled_class = MPI_SUCCESS;
+
+static void count_error(MPI_Win *w, int *code, ...)
+{
+    (void) w;
+    handled++;
+    MPI_Error_class(*code, &handled_class);
+}
+
 static void step_bad_detach(void)
 {
     int64_t never[4];
-    int cls = tu_err_class(MPI_Win_detach(win, never));
+    MPI_Errhandler counting;
+    int cls;
+
+    /* through the window's handler: one call of a handler of our own */
+    TU_MPI(MPI_Win_create_errhandler(count_error, &counting));
+    TU_MPI(MPI_Win_set_errhandler(win, counting));
+    cls = tu_err_class(MPI_Win_detach(win, never));
+    TU_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    TU_MPI(MPI_Errhandler_free(&counting));
+    TU_CHECK(1 == handled && MPI_ERR_BASE == handled_class, "detach of memory never attached: "
+             "the window's handler called %d times, with %s", handled,
+             tu_err_class_name(handled_class));
+    cls = tu_err_class(MPI_Win_detach(win, never));
     TU_CHECK(MPI_ERR_BASE == cls, "detach of memory never attached: %s, expected MPI_ERR_BASE",
              tu_err_class_name(cls));
     cls = tu_err_class(MPI_Win_detach(win, my_slot(2 * KEEP + 2)));   /* detached in step 2 */
@@ -449,17 +476,47 @@ static void step_refuse(void)
     TU_MPI(MPI_Win_detach(win, my_slot(0)));
 }
 
+/* The ring of the ranks on this node, where there are several. */
+static void node_ring(void)
+{
+    MPI_Comm node = tu_node_comm(MPI_COMM_WORLD, NULL);
+    MPI_Group g, gw;
+    int nn, me, r[2], w[2];
+
+    MPI_Comm_size(node, &nn);
+    MPI_Comm_rank(node, &me);
+    if (nn > 1) {
+        r[0] = (me + 1) % nn;
+        r[1] = (me + nn - 1) % nn;
+        MPI_Comm_group(node, &g);
+        MPI_Comm_group(MPI_COMM_WORLD, &gw);
+        MPI_Group_translate_ranks(g, 2, r, gw, w);
+        next = w[0];
+        prev = w[1];
+        MPI_Group_free(&g);
+        MPI_Group_free(&gw);
+    }
+    MPI_Comm_free(&node);
+}
+
 int main(int argc, char **argv)
 {
     tu_parse_args(argc, argv);
     tu_init_ring(&argc, &argv, &rank, &nprocs, &next, &prev);
+    node_ring();
     nreg = (int) tu_opt_long(argc, argv, "-n", 70);
     int iters = (int) tu_opt_long(argc, argv, "-i", tu_slow_transport() ? 300 : 3000);
     if (nreg > NSLOT / 2) nreg = NSLOT / 2;
     if (nreg < 2 * KEEP) nreg = 2 * KEEP;
     block = malloc((size_t) NSLOT * SLOT * 8);
     for (int s = 0; s < NSLOT; ++s) fill_slot(s, SENT);
-    TU_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_Info info = MPI_INFO_NULL;
+    if (tu_opt_flag(argc, argv, "--single-intrinsic")) {
+        TU_MPI(MPI_Info_create(&info));
+        TU_MPI(MPI_Info_set(info, "acc_single_intrinsic", "true"));
+    }
+    TU_MPI(MPI_Win_create_dynamic(info, MPI_COMM_WORLD, &win));
+    if (MPI_INFO_NULL != info) MPI_Info_free(&info);
     TU_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     for (int k = 0; k < nreg; ++k) TU_MPI(MPI_Win_attach(win, my_slot(2 * k), SLOT * 8));
     MPI_Aint mine = (MPI_Aint) (uintptr_t) block;
