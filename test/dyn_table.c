@@ -133,6 +133,17 @@ static void check_put(int s, int step)
     }
 }
 
+/* One lock_all epoch of put_get on slot s of the next rank, checked by it. */
+static void epoch_put_get(int s, int step)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    TU_MPI(MPI_Win_lock_all(0, win));
+    put_get(s, step);
+    TU_MPI(MPI_Win_unlock_all(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    check_put(s, step);
+}
+
 static int attached(int s)   /* after step 2 */
 {
     return 0 == s % 2 && s < 2 * nreg && (s < 2 * KEEP ? 0 == s % 4 : 0);
@@ -330,12 +341,7 @@ static void step_bad_detach(void)
     TU_CHECK(MPI_SUCCESS == cls, "detach of an attachment of no bytes on the stack: %s",
              tu_err_class_name(cls));
     TU_CHECK(SENT == my_slot(20)[0], "slot 20 changed: %lld", (long long) my_slot(20)[0]);
-    MPI_Barrier(MPI_COMM_WORLD);
-    TU_MPI(MPI_Win_lock_all(0, win));
-    put_get(0, 5);
-    TU_MPI(MPI_Win_unlock_all(win));
-    MPI_Barrier(MPI_COMM_WORLD);
-    check_put(0, 5);
+    epoch_put_get(0, 5);
 }
 
 #define SCR 60                 /* scratch regions: the table holds 62 */
@@ -428,13 +434,7 @@ static void step_refuse(void)
 
     fill_slot(0, SENT);
     TU_MPI(MPI_Win_attach(win, my_slot(0), SLOT * 8));
-    MPI_Barrier(MPI_COMM_WORLD);
-    /* a first access: the region found in the table, by cross-memory attach */
-    TU_MPI(MPI_Win_lock_all(0, win));
-    put_get(0, 8);
-    TU_MPI(MPI_Win_unlock_all(win));
-    MPI_Barrier(MPI_COMM_WORLD);
-    check_put(0, 8);
+    epoch_put_get(0, 8);   /* the region found in the table, by cross-memory attach */
     TU_CHECK(0 == prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE, 0)");
     MPI_Barrier(MPI_COMM_WORLD);
     TU_MPI(MPI_Win_lock_all(0, win));
