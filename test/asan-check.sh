@@ -29,7 +29,8 @@
 #                      alloc_layout, win_nomem: window allocations, and
 #                      those the address space refuses, um_edges and
 #                      um_cma: user memory, cross-memory attach and its
-#                      accumulate buffers)
+#                      accumulate buffers, dyn_table: a dynamic window's
+#                      region table, read where its owner rewrites it)
 #   ASAN_DIR=DIR       work directory (default build-asan/ in the source tree):
 #                      src/ (copy of the sources), build/, prefix/,
 #                      components/, results/ (one log per run)
@@ -41,7 +42,7 @@
 set -euo pipefail
 
 # The tests run under ASan: programs of test/*.list whose name matches.
-ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|alloc_layout|win_nomem|win_reuse|win_comm|win_alive|win_early|at_barrier|um_edges|um_cma|dyn_hot|dyn_regions_mt|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
+ASAN_TESTS=${ASAN_TESTS:-'^(threads|large|alloc_layout|win_nomem|win_reuse|win_comm|win_alive|win_early|at_barrier|um_edges|um_cma|dyn_hot|dyn_regions_mt|dyn_table|lockall_excl|lock_race|ucx_start|ext_scope|info_state|mt_.*|progress_.*|rreq_.*|acc_am_order|am_threads|am_concurrent|am_progress)$'}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${ASAN_DIR:-$top/build-asan}

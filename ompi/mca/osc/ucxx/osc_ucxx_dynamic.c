@@ -101,11 +101,13 @@ static void region_at(const void *array, size_t stride, int i, uint64_t *base, u
 }
 
 /* Index of a region of `array` (count regions, sorted by base, none longer
- * than max_len) containing [lo, hi), or -1. */
+ * than max_len) containing [lo, hi), or -1.  (A range that wraps past the
+ * top of the address space, hi < lo, is in none: its end would pass every
+ * test below.) */
 static int regions_find(const void *array, int count, size_t stride, uint64_t max_len,
                         uint64_t lo, uint64_t hi)
 {
-    int last = last_base_at_or_below(array, count, stride, lo);
+    int last = hi < lo ? -1 : last_base_at_or_below(array, count, stride, lo);
 
     /* that region, or an earlier one where regions overlap */
     for (int i = last; i >= 0; --i) {
@@ -117,23 +119,23 @@ static int regions_find(const void *array, int count, size_t stride, uint64_t ma
     return -1;
 }
 
-/* How far regions attached back to back or overlapping cover [lo, hi) from
- * lo: the end of the covered run (>= hi: all of it; lo: nothing).  Regions
- * are sorted by base, so the run ends at the first region that starts past
- * it; none starting more than the longest region's length before lo can
- * reach lo. */
-static uint64_t regions_covered_to(const void *array, int count, size_t stride,
-                                   uint64_t max_len, uint64_t lo, uint64_t hi)
+/* Do regions attached back to back or overlapping cover [lo, hi) (a range
+ * that wraps: no)?  Regions are sorted by base, so the covered run from lo
+ * ends at the first region that starts past it; none starting more than
+ * the longest region's length before lo can reach lo. */
+static bool regions_cover(const void *array, int count, size_t stride, uint64_t max_len,
+                          uint64_t lo, uint64_t hi)
 {
     uint64_t reach = lo, base, end;
     int i = last_base_at_or_below(array, count, stride, lo > max_len ? lo - max_len : 0);
 
+    if (hi < lo) return false;
     for (i = i < 0 ? 0 : i; i < count && reach < hi; ++i) {
         region_at(array, stride, i, &base, &end);
         if (base > reach) break;
         if (end > reach) reach = end;
     }
-    return reach;
+    return reach >= hi;
 }
 
 int ompi_osc_ucxx_regions_lookup(const void *array, int count, size_t stride, uint64_t max_len,
@@ -141,7 +143,7 @@ int ompi_osc_ucxx_regions_lookup(const void *array, int count, size_t stride, ui
 {
     int i = regions_find(array, count, stride, max_len, lo, hi);
     if (i >= 0) return i;
-    return regions_covered_to(array, count, stride, max_len, lo, hi) >= hi ? -2 : -1;
+    return regions_cover(array, count, stride, max_len, lo, hi) ? -2 : -1;
 }
 
 /* The same on our own regions.  Caller holds dyn_lock. */
@@ -151,17 +153,17 @@ static int region_find(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
                         module->dyn_max_len, lo, hi);
 }
 
-static uint64_t covered_to(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
+static bool covered(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
 {
-    return regions_covered_to(module->regions, module->nregions, sizeof(module->regions[0]),
-                              module->dyn_max_len, lo, hi);
+    return regions_cover(module->regions, module->nregions, sizeof(module->regions[0]),
+                         module->dyn_max_len, lo, hi);
 }
 
 bool ompi_osc_ucxx_dyn_contains(ompi_osc_ucxx_module_t *module, uint64_t lo, uint64_t hi)
 {
     bool found;
     OSC_UCXX_LOCK(&module->dyn_lock);
-    found = covered_to(module, lo, hi) >= hi;
+    found = covered(module, lo, hi);
     OSC_UCXX_UNLOCK(&module->dyn_lock);
     return found;
 }
@@ -170,6 +172,43 @@ static void region_release(ompi_osc_ucxx_region_t *region)
 {
     ucp_rkey_buffer_release(region->rkey);
     ucp_mem_unmap(OSC_UCXX.context, region->memh);
+}
+
+/* An attachment of no bytes: no region (nothing to reach, nothing to
+ * register), only its base, for the MPI_Win_detach that names it. */
+static int empty_attach(ompi_osc_ucxx_module_t *module, uint64_t base)
+{
+    int rc = OMPI_SUCCESS;
+
+    OSC_UCXX_LOCK(&module->dyn_lock);
+    if (module->nempties == module->empties_cap) {
+        int cap = module->empties_cap ? 2 * module->empties_cap : 4;
+        void *tmp = realloc(module->empties, cap * sizeof(*module->empties));
+        if (NULL != tmp) {
+            module->empties = tmp;
+            module->empties_cap = cap;
+        }
+    }
+    if (module->nempties < module->empties_cap) {
+        module->empties[module->nempties++] = base;
+    } else {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    OSC_UCXX_UNLOCK(&module->dyn_lock);
+    return rc;
+}
+
+/* Was there an attachment of no bytes at `base` (now gone)?  Caller holds
+ * dyn_lock. */
+static bool empty_detach(ompi_osc_ucxx_module_t *module, uint64_t base)
+{
+    for (int i = module->nempties - 1; i >= 0; --i) {
+        if (module->empties[i] == base) {
+            module->empties[i] = module->empties[--module->nempties];
+            return true;
+        }
+    }
+    return false;
 }
 
 int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
@@ -183,7 +222,7 @@ int ompi_osc_ucxx_attach(struct ompi_win_t *win, void *base, size_t len)
         return OMPI_ERR_RMA_FLAVOR;
     }
     if (0 == len) {
-        return OMPI_SUCCESS;
+        return empty_attach(module, region.base);
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
@@ -235,12 +274,13 @@ int ompi_osc_ucxx_detach(struct ompi_win_t *win, const void *base)
         return OMPI_ERR_RMA_FLAVOR;
     }
     OSC_UCXX_LOCK(&module->dyn_lock);
-    /* the most recent attachment at that address */
+    /* the most recent attachment of bytes at that address, else one of none */
     for (i = module->nregions - 1; i >= 0 && module->regions[i].base != addr; --i) {
     }
     if (i < 0) {
+        bool empty = empty_detach(module, addr);
         OSC_UCXX_UNLOCK(&module->dyn_lock);
-        return MPI_ERR_BASE;
+        return empty ? OMPI_SUCCESS : MPI_ERR_BASE;
     }
     region = module->regions[i];
     memmove(&module->regions[i], &module->regions[i + 1],
@@ -265,6 +305,9 @@ void ompi_osc_ucxx_dyn_release(ompi_osc_ucxx_module_t *module)
     free(module->regions);
     module->regions = NULL;
     module->nregions = 0;
+    free(module->empties);
+    module->empties = NULL;
+    module->nempties = module->empties_cap = 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -307,7 +350,7 @@ static int region_req_handler(ompi_osc_ucxx_module_t *module, int from, void *bu
     OSC_UCXX_LOCK(&module->dyn_lock);
     reply->gen = ompi_osc_ucxx_state_gen_local(module);
     i = region_find(module, req->lo, req->hi);
-    if (i < 0 && covered_to(module, req->lo, req->hi) >= req->hi) {
+    if (i < 0 && covered(module, req->lo, req->hi)) {
         i = region_find(module, req->lo, req->lo + 1);
         reply->spans = 1;
     }
@@ -457,7 +500,7 @@ static dynentry_t *cache_add(ompi_osc_ucxx_dyncache_t *cache, const dynentry_t *
     return &cache->entries[pos];
 }
 
-/* Do cached regions attached back to back cover [lo, hi)?  (As covered_to,
+/* Do cached regions attached back to back cover [lo, hi)?  (As covered,
  * on the cache.) */
 static bool cache_covers(ompi_osc_ucxx_dyncache_t *cache, uint64_t lo, uint64_t hi)
 {
@@ -763,7 +806,7 @@ int ompi_osc_ucxx_dyn_resolve_self(ompi_osc_ucxx_module_t *module,
         OSC_UCXX_LOCK(&module->dyn_lock);
         i = region_find(module, lo, hi);
         if (i < 0) {
-            path->split = covered_to(module, lo, hi) >= hi;
+            path->split = covered(module, lo, hi);
             rc = path->split ? OMPI_SUCCESS : OMPI_ERR_RMA_RANGE;
         } else {
             fresh.base = module->regions[i].base;

@@ -401,7 +401,8 @@ static int ext_memhandle_create(struct ompi_win_t *parent, void *base, size_t si
     int rc = memhandle_parent(parent, &core);
 
     if (OMPI_SUCCESS != rc) return rc;
-    rc = ompi_osc_ucxx_attach(parent, base, size);
+    /* (a handle of no bytes attaches nothing: its release detaches nothing) */
+    rc = 0 == size ? OMPI_SUCCESS : ompi_osc_ucxx_attach(parent, base, size);
     if (OMPI_SUCCESS != rc) return rc;
     mh = (memhandle_t){.magic = MEMHANDLE_MAGIC, .version = OSC_UCXX_EXT_VERSION,
                        .cid = core->cid, .owner = core->rank,

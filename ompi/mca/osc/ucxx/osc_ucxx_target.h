@@ -440,7 +440,9 @@ static inline int ompi_osc_ucxx_window_range(ompi_osc_ucxx_target_t *t, ptrdiff_
     t->lo = base + first;
     t->hi = base + end;
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
-        return OMPI_SUCCESS;
+        /* (addresses: bytes that wrap past the top of the address space are
+         * attached nowhere, and would pass the region checks' end tests) */
+        return OPAL_UNLIKELY(t->hi < t->lo) ? OMPI_ERR_RMA_RANGE : OMPI_SUCCESS;
     }
     if (OPAL_UNLIKELY(disp < 0 || first < 0 || end > (ptrdiff_t) size)) {
         OSC_UCXX_VERBOSE(20, "window %u: access [%td, %td) outside rank %d's %" PRIu64

@@ -206,6 +206,10 @@ struct ompi_osc_ucxx_module_t {
     ompi_osc_ucxx_region_t *regions;
     int nregions, regions_cap;
     uint64_t dyn_max_len;
+    /* ... and the bases of attachments of no bytes, which no access
+     * reaches but MPI_Win_detach names */
+    uint64_t *empties;
+    int nempties, empties_cap;
     struct {                        /* ... as the peers on the node read them
                                      * (osc_ucxx_dyntab.c), from a state arena;
                                      * NULL where peers cannot map it */
