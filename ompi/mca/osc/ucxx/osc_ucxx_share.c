@@ -18,7 +18,7 @@
  *     any file system, its pages reserved) holds every rank's lock word,
  *     memory, state segment and PSCW post slots; the others open rank 0's
  *     file once, map the range (the states and post slots apart where they
- *     pass a page) and close it.  A lock_all epoch to every peer
+ *     pass a few pages) and close it.  A lock_all epoch to every peer
  *     then pays page faults alone, where mapping each peer's file at its
  *     first access cost four system calls per peer (docs/scale.md).
  *     Memory stays proportional to what the ranks expose: the range is
@@ -161,7 +161,6 @@ typedef struct {
 
 /* Rank 0's ranges that a peer still mapped when it freed its window. */
 static ompi_osc_ucxx_shseg_t *node_kept;
-
 
 static void seg_free(ompi_osc_ucxx_shseg_t *seg)
 {

@@ -72,13 +72,13 @@ static inline void *ompi_osc_ucxx_shseg_state(const ompi_osc_ucxx_shseg_t *seg, 
  * window (UINT64_MAX: not known): read before it writes.  A write fault
  * maps its own page alone; a read fault also maps the neighbouring pages
  * of the file already in memory (the kernel's fault-around: other ranks'
- * windows, writable in a shared mapping), so a lock_all
- * epoch to every rank takes a fault per fault-around window instead of one
- * per page touched. */
+ * windows, writable in a shared mapping), so a lock_all epoch to every
+ * rank takes a fault per fault-around window instead of one per page
+ * touched. */
 static inline void ompi_osc_ucxx_shseg_touch(const ompi_osc_ucxx_shseg_t *seg, int rank,
                                              uint64_t at)
 {
-    (void) seg->locks[rank].value;   /* (its page is ours since creation: no fault) */
+    (void) seg->locks[rank].value;   /* (mapped at creation where ours shares its page) */
     if (at < seg->sizes[rank]) (void) *(volatile const char *) (seg->map + seg->offsets[rank] + at);
 }
 
