@@ -12,6 +12,9 @@
  *  1. NREG ("-n N", default 70: more than the table holds) regions, the
  *     even slots, attached one by one; under lock_all the origin puts into
  *     every region of the next rank, flushes, gets each back (checked).
+ *     With osc/ucxx and the next rank on the node, this first access maps
+ *     one range of the next rank's file, its state and region table
+ *     together (they share a page: 52693d1 mapped it twice).
  *  2. The target detaches all but KEEP regions (every region past 2*KEEP
  *     and every odd one below): fewer than the table holds again.  The
  *     origin's put / get / accumulate / get_accumulate / fetch_and_op /
@@ -71,7 +74,7 @@
 #define LONGB (1 << 20)
 #define SENT ((int64_t) 0x5e5e5e5e5e5e5e5eLL)
 
-static int rank, nprocs, next, prev, nreg;
+static int rank, nprocs, next, prev, nreg, next_on_node;
 static MPI_Win win;
 static int64_t *block;       /* NSLOT slots */
 static MPI_Aint tblock;      /* the next rank's */
@@ -187,12 +190,31 @@ static void check_atomics(int s)
     }
 }
 
+/* Mappings of osc/ucxx's shared memory files (each process's memfd) here. */
+static int memfd_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f)) n += NULL != strstr(line, "/memfd:osc_ucxx");
+    if (f) fclose(f);
+    return n;
+}
+
 static void step_many(void)
 {
+    const char *osc = getenv("OMPI_MCA_osc");
+    int maps;
+
     MPI_Barrier(MPI_COMM_WORLD);
+    maps = memfd_maps();
     TU_MPI(MPI_Win_lock_all(0, win));
     for (int k = 0; k < nreg; ++k) put_get(2 * k, 1);
     TU_MPI(MPI_Win_unlock_all(win));
+    maps = memfd_maps() - maps;
+    TU_CHECK(!next_on_node || NULL == osc || 0 != strcmp(osc, "ucxx") || maps <= 1,
+             "the first access to rank %d made %d mappings of shared memory, not one", next,
+             maps);
     MPI_Barrier(MPI_COMM_WORLD);
     for (int k = 0; k < nreg; ++k) check_put(2 * k, 1);
 }
@@ -493,6 +515,7 @@ static void node_ring(void)
         MPI_Group_translate_ranks(g, 2, r, gw, w);
         next = w[0];
         prev = w[1];
+        next_on_node = 1;
         MPI_Group_free(&g);
         MPI_Group_free(&gw);
     }
